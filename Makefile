@@ -1,0 +1,40 @@
+# Public entry points: make install | make demo [DATA=DIR] | make test | make bench
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+STAMP := $(VENV)/.installed
+TORCH := torch==2.13.0
+BUILD_DEPS := numpy==2.4.6 cython==3.3.1 setuptools wheel
+FAIRSEQ := fairseq-fixed==0.12.3.1
+DATA ?=
+OUT ?= runs/demo
+
+.PHONY: install demo test test-slow bench clean
+
+install: $(STAMP)
+
+# Order (DESIGN.md section 6): CPU torch from the local build, build deps, fairseq without
+# build isolation (otherwise pip pulls a CUDA torch into the build env), then the rest.
+$(STAMP): requirements.txt setup.py Makefile
+	command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON)"; exit 1; }
+	[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q $(TORCH) $(BUILD_DEPS)
+	$(PIP) install -q --no-deps --no-build-isolation $(FAIRSEQ)
+	$(PIP) install -q -r requirements.txt
+	$(PIP) install -q --no-deps --no-build-isolation -e .
+	$(PY) -c "import torch, fairseq, ssan_plugin; assert torch.__version__.startswith('2.13.0'), torch.__version__; print('installed: torch', torch.__version__, 'fairseq', fairseq.__version__)"
+	touch $(STAMP)
+
+demo: install
+	$(PY) scripts/demo.py --out $(OUT) $(if $(DATA),--data $(DATA),)
+
+test: install
+	$(PY) -m pytest -q tests
+
+bench: install
+	$(PY) scripts/bench_ssan.py
+
+clean:
+	rm -rf runs data-bin/demo*

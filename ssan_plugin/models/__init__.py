@@ -1,0 +1,1 @@
+from . import ssan_transformer  # noqa: F401

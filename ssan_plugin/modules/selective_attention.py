@@ -1,0 +1,256 @@
+"""Selective self-attention (SSAN), DESIGN.md section 1.
+
+Shapes follow fairseq: the layer input is T x B x C; attention tensors are (B, h, T, S) with
+T queries and S keys (S == T for self-attention); ``key_padding_mask`` is (B, S), True at pads
+(or None when the batch has no pads).
+"""
+
+import logging
+import math
+from typing import Dict, Optional
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from fairseq.modules import MultiheadAttention
+from torch import Tensor
+
+logger = logging.getLogger(__name__)
+
+# Straight-through gradients reach the selection of a *discarded* key through exp(E_ij - m),
+# m the row maximum over selected keys. When E_ij exceeds m by a lot, that linearisation is
+# astronomically large (and overflows); its exponent is capped here. Values never depend on it.
+STRAIGHT_THROUGH_EXP_CAP = 10.0
+
+
+def selective_softmax(
+    logits: Tensor,
+    select: Tensor,
+    key_padding_mask: Optional[Tensor] = None,
+) -> Tensor:
+    """ATT_ij = A_ij exp(E_ij) / sum_j' A_ij' exp(E_ij'), pads never counted.
+
+    Args:
+        logits: E, (B, h, T, S), any float dtype (computed in float32).
+        select: A, (B, h, T, S), values in [0, 1]; may carry gradients (straight-through or
+            soft selection). A key with A_ij == 0 is discarded.
+        key_padding_mask: (B, S) bool, True at pads, or None.
+
+    Returns:
+        float32 (B, h, T, S). Exponentials are taken relative to the row maximum over the
+        selected non-pad keys, so nothing overflows in any dtype and a full selection is exactly
+        softmax. A row whose selection is empty is all zero (never NaN); its denominator is
+        taken as 1 (with the shift at the row maximum over all keys), which keeps the
+        straight-through gradient of its selection bounded.
+    """
+    logits = logits.float()
+    select = select.float()
+    chosen = (select > 0) & (logits > float("-inf"))
+    if key_padding_mask is not None:
+        pad = key_padding_mask.view(key_padding_mask.size(0), 1, 1, -1).to(torch.bool)
+        chosen = chosen & ~pad
+    with torch.no_grad():
+        row_max_chosen = logits.masked_fill(~chosen, float("-inf")).amax(-1, keepdim=True)
+        empty = row_max_chosen == float("-inf")
+        if bool(empty.any()):
+            finite = logits.masked_fill(~torch.isfinite(logits), float("-inf"))
+            row_max_all = finite.amax(-1, keepdim=True).nan_to_num(0.0, 0.0, 0.0)
+            row_max_chosen = torch.where(empty, row_max_all, row_max_chosen)
+    unnorm = (logits - row_max_chosen).clamp(max=STRAIGHT_THROUGH_EXP_CAP).exp()
+    if key_padding_mask is not None:
+        unnorm = unnorm.masked_fill(pad, 0.0)
+    weights = select * unnorm
+    denom = weights.sum(-1, keepdim=True)
+    denom = torch.where(denom > 0, denom, torch.ones_like(denom))
+    return weights / denom
+
+
+def logistic_noise_like(x: Tensor) -> Tensor:
+    """G' - G'' for two iid Gumbel(0, 1) draws, i.e. Logistic(0, 1) noise: log U - log(1 - U)."""
+    tiny = torch.finfo(torch.float32).tiny
+    u = torch.rand(x.shape, dtype=torch.float32, device=x.device).clamp_(tiny, 1.0 - 1e-7)
+    return torch.log(u) - torch.log1p(-u)
+
+
+def binary_entropy_from_logits(logits: Tensor) -> Tensor:
+    """H(sigmoid(x)) = p * softplus(-x) + (1 - p) * softplus(x), stable for any x."""
+    p = torch.sigmoid(logits)
+    return p * F.softplus(-logits) + (1.0 - p) * F.softplus(logits)
+
+
+def sample_selection(policy_logits: Tensor, tau: float, mode: str, training: bool) -> Tensor:
+    """The selection A from the policy logits E_p, (B, h, T, S) float32.
+
+    - ``hard`` + training: Gumbel-sigmoid y = sigmoid((E_p + G' - G'') / tau); A = 1[y > 0.5]
+      in the forward pass (exactly 0/1), gradient of y in the backward pass.
+    - ``hard`` + eval: A = 1[sigmoid(E_p) > 0.5], deterministic.
+    - ``soft``: A = sigmoid(E_p), no noise, train and eval.
+    """
+    if mode == "soft":
+        return torch.sigmoid(policy_logits)
+    if not training:
+        return (policy_logits > 0).to(policy_logits.dtype)
+    y = torch.sigmoid((policy_logits + logistic_noise_like(policy_logits)) / tau)
+    hard = (y > 0.5).to(y.dtype)
+    return hard + (y - y.detach())  # value exactly `hard`, gradient of y
+
+
+class SelectiveMultiheadAttention(MultiheadAttention):
+    """fairseq's MultiheadAttention with a selector: only selected (query, key) pairs attend.
+
+    Same parameters as fairseq's self-attention (q/k/v/out projections, same names, so a plain
+    transformer checkpoint loads into it) plus a policy network ``policy_proj`` giving
+    Q_p, K_p (C -> 2C) and per-head logits E_p = Q_p K_p^T (optionally / sqrt(d)).
+
+    After every forward, ``self.selection_stats`` holds this layer's statistics (see
+    :meth:`_statistics`), read by the encoder and the criterion.
+    """
+
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        tau: float = 0.5,
+        selection: str = "hard",
+        scale_policy_logits: bool = False,
+        q_noise: float = 0.0,
+        qn_block_size: int = 8,
+    ):
+        super().__init__(
+            embed_dim,
+            num_heads,
+            dropout=dropout,
+            self_attention=True,
+            q_noise=q_noise,
+            qn_block_size=qn_block_size,
+        )
+        if tau <= 0:
+            raise ValueError(f"--ssan-tau must be > 0, got {tau}")
+        if selection not in ("hard", "soft"):
+            raise ValueError(f"--ssan-selection must be 'hard' or 'soft', got {selection!r}")
+        self.tau = float(tau)
+        self.selection = selection
+        self.policy_scaling = self.head_dim**-0.5 if scale_policy_logits else 1.0
+        self.policy_proj = nn.Linear(embed_dim, 2 * embed_dim)
+        nn.init.xavier_uniform_(self.policy_proj.weight, gain=1 / math.sqrt(2))
+        nn.init.zeros_(self.policy_proj.bias)
+        self.selection_stats: Optional[Dict[str, Tensor]] = None
+
+    def fused_in_projection(self, x: Tensor) -> Tensor:
+        """q, k, v, q_p, k_p in one matmul: (..., C) -> (..., 5C)."""
+        weight = torch.cat(
+            [self.q_proj.weight, self.k_proj.weight, self.v_proj.weight, self.policy_proj.weight]
+        )
+        bias = torch.cat(
+            [self.q_proj.bias, self.k_proj.bias, self.v_proj.bias, self.policy_proj.bias]
+        )
+        return F.linear(x, weight, bias)
+
+    def forward(
+        self,
+        query: Tensor,
+        key: Optional[Tensor] = None,
+        value: Optional[Tensor] = None,
+        key_padding_mask: Optional[Tensor] = None,
+        incremental_state=None,
+        need_weights: bool = False,
+        static_kv: bool = False,
+        attn_mask: Optional[Tensor] = None,
+        before_softmax: bool = False,
+        need_head_weights: bool = False,
+    ):
+        """Self-attention of ``query`` (T x B x C) over itself. Returns (T x B x C, weights).
+
+        ``attn_mask`` (T x T, additive, as fairseq's encoder layer passes it) is added to E.
+        ``weights`` is None unless ``need_weights``: then (B, T, S) averaged over heads, or
+        (h, B, T, S) with ``need_head_weights``.
+        """
+        if incremental_state is not None or static_kv or before_softmax:
+            raise ValueError("SelectiveMultiheadAttention is encoder self-attention only")
+        for other in (key, value):
+            if other is not None and other is not query:
+                raise ValueError("SelectiveMultiheadAttention requires key is value is query")
+        tgt_len, bsz, embed_dim = query.shape
+        h, d = self.num_heads, self.head_dim
+
+        def heads(t: Tensor) -> Tensor:  # T x B x C -> (B, h, T, d)
+            return t.reshape(tgt_len, bsz, h, d).permute(1, 2, 0, 3)
+
+        q, k, v, q_p, k_p = self.fused_in_projection(query).chunk(5, dim=-1)
+        q, k, v, q_p, k_p = heads(q * self.scaling), heads(k), heads(v), heads(q_p), heads(k_p)
+
+        logits = torch.matmul(q, k.transpose(-1, -2))  # (B, h, T, S)
+        if attn_mask is not None:
+            logits = logits + attn_mask
+        policy_logits = torch.matmul(q_p, k_p.transpose(-1, -2)).float() * self.policy_scaling
+        select = sample_selection(policy_logits, self.tau, self.selection, self.training)
+
+        probs_float = selective_softmax(logits, select, key_padding_mask)
+        probs = self.dropout_module(probs_float.type_as(v))
+        out = torch.matmul(probs, v)  # (B, h, T, d)
+        out = out.permute(2, 0, 1, 3).reshape(tgt_len, bsz, embed_dim)
+        out = self.out_proj(out)
+
+        self.selection_stats = self._statistics(policy_logits, select, key_padding_mask)
+
+        weights: Optional[Tensor] = None
+        if need_weights or need_head_weights:
+            weights = probs_float.type_as(out)
+            weights = weights.transpose(0, 1) if need_head_weights else weights.mean(dim=1)
+        return out, weights
+
+    def _statistics(
+        self, policy_logits: Tensor, select: Tensor, key_padding_mask: Optional[Tensor]
+    ) -> Dict[str, Tensor]:
+        """Per-layer statistics over non-pad (query, key) pairs, all heads.
+
+        - ``selected``, ``pairs``: number of selected pairs and of pairs (detached; their
+          ratio is the selection rate); ``entropy_sum``: sum of H(pi) over those pairs.
+        - ``select_rate``: differentiable; per head, the mean over non-pad queries of the
+          fraction of non-pad keys selected, summed over heads.
+        - ``select_count``: the same with the number of keys instead of the fraction (the
+          reference's form).
+        - ``neg_entropy``: differentiable mean of -H(pi) over pairs and heads.
+        """
+        bsz, h, tgt_len, src_len = select.shape
+        if key_padding_mask is None:
+            valid_keys = select.new_ones(bsz, src_len)
+        else:
+            valid_keys = (~key_padding_mask.to(torch.bool)).to(select.dtype)
+        valid_queries = valid_keys  # self-attention: the same positions
+        n_keys = valid_keys.sum(-1)  # (B,)
+        n_queries = valid_queries.sum()
+        key_w = valid_keys.view(bsz, 1, 1, src_len)
+        query_w = valid_queries.view(bsz, 1, tgt_len)
+
+        row_count = (select * key_w).sum(-1)  # (B, h, T): selected keys per query
+        select_count = (row_count * query_w).sum((0, 2)).sum() / n_queries
+        select_rate = (row_count / n_keys.view(bsz, 1, 1) * query_w).sum((0, 2)).sum() / n_queries
+
+        pair_w = key_w * query_w.unsqueeze(-1)  # (B, 1, T, S)
+        n_pairs = pair_w.sum() * h
+        entropy = binary_entropy_from_logits(policy_logits) * pair_w
+        entropy_sum = entropy.sum()
+        with torch.no_grad():
+            selected = ((select > 0.5).to(select.dtype) * pair_w).sum()
+        return {
+            "selected": selected,
+            "pairs": n_pairs.detach(),
+            "entropy_sum": entropy_sum.detach(),
+            "select_rate": select_rate,
+            "select_count": select_count,
+            "neg_entropy": -entropy_sum / n_pairs,
+        }
+
+    def upgrade_state_dict_named(self, state_dict, name):
+        """Warm start: a plain fairseq self-attention has no policy network; keep ours fresh."""
+        super().upgrade_state_dict_named(state_dict, name)
+        prefix = name + "." if name != "" else ""
+        if prefix + "q_proj.weight" in state_dict and prefix + "policy_proj.weight" not in state_dict:
+            for pname, param in self.policy_proj.state_dict().items():
+                state_dict[prefix + "policy_proj." + pname] = param.detach().clone()
+            logger.info(
+                "%spolicy_proj: not in the checkpoint (a plain transformer), initialised fresh",
+                prefix,
+            )

@@ -1,0 +1,26 @@
+"""fairseq's Transformer encoder layer with a different self-attention sublayer.
+
+Only the ``build_self_attention`` hook changes: residual, layer norm and FFN are fairseq's
+own. The attention module must accept fairseq's self-attention call
+``attn(query=x, key=x, value=x, key_padding_mask=pad, need_weights=False, attn_mask=mask)``
+with x: T x B x C, pad: B x T (True at pads) or None, and return ``(T x B x C, weights|None)``.
+It may expose ``selection_stats`` (a dict of tensors, set on each forward) for the criterion.
+"""
+
+from typing import Callable
+
+import torch.nn as nn
+from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
+
+# build_attention(embed_dim, cfg) -> attention module; cfg is fairseq's TransformerConfig.
+AttentionBuilder = Callable[[int, object], nn.Module]
+
+
+class AttentionVariantEncoderLayer(TransformerEncoderLayerBase):
+    def __init__(self, cfg, build_attention: AttentionBuilder, return_fc: bool = False):
+        # a plain attribute may be set before nn.Module.__init__; the base __init__ calls the hook
+        self.build_attention = build_attention
+        super().__init__(cfg, return_fc=return_fc)
+
+    def build_self_attention(self, embed_dim, cfg):
+        return self.build_attention(embed_dim, cfg)

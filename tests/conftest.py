@@ -1,0 +1,63 @@
+"""Shared fixtures: paths, a tiny synthetic data-bin, and a runner for fairseq's CLI tools."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PLUGIN_DIR = ROOT / "ssan_plugin"
+SHARED_DATA = ROOT.parent / "shared" / "data"
+BIN = Path(sys.executable).parent
+
+# Tiny model flags used by every CLI test (fast on one core).
+TINY_MODEL = (
+    "--encoder-layers 2 --decoder-layers 1 --encoder-embed-dim 32 --decoder-embed-dim 32 "
+    "--encoder-ffn-embed-dim 64 --decoder-ffn-embed-dim 64 --encoder-attention-heads 4 "
+    "--decoder-attention-heads 4 --dropout 0.0"
+).split()
+
+
+def cli_env():
+    env = dict(os.environ)
+    env.setdefault("OMP_NUM_THREADS", "1")
+    env["PYTHONWARNINGS"] = "ignore"
+    return env
+
+
+def run_cli(tool, *args, input=None, check=True, timeout=600):
+    """Run a fairseq console script (or a python script path) and return the CompletedProcess."""
+    if str(tool).endswith(".py"):
+        cmd = [sys.executable, str(tool), *map(str, args)]
+    else:
+        cmd = [str(BIN / tool), *map(str, args)]
+    proc = subprocess.run(
+        cmd, input=input, capture_output=True, text=True, env=cli_env(), timeout=timeout
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(
+            f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        )
+    return proc
+
+
+@pytest.fixture(scope="session")
+def tiny_corpus(tmp_path_factory):
+    """Raw synthetic corpus: 400 train, 40 valid, 37 test pairs (37: not a multiple of 8)."""
+    out = tmp_path_factory.mktemp("corpus")
+    run_cli(ROOT / "scripts" / "make_synthetic_corpus.py", "--out", out,
+            "--train", 400, "--valid", 40, "--test", 37)
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_bin(tiny_corpus, tmp_path_factory):
+    """fairseq data-bin of the tiny corpus (word level, joined dictionary)."""
+    dest = tmp_path_factory.mktemp("data-bin")
+    run_cli("fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt",
+            "--trainpref", tiny_corpus / "train", "--validpref", tiny_corpus / "valid",
+            "--testpref", tiny_corpus / "test", "--destdir", dest, "--joined-dictionary",
+            "--workers", 1)
+    return dest

@@ -1,0 +1,80 @@
+#!/usr/bin/env python
+"""Prepare a parallel corpus for fairseq: normalise, filter (training split only), joint
+sentencepiece, fairseq-preprocess --joined-dictionary, manifest.json.
+
+Inputs are PREFIX.LANG files, e.g. --src en --tgt de --train raw/train reads raw/train.en and
+raw/train.de. Any language code works; en/de/ro/... get Moses normalisation and tokenisation,
+ja/zh/ko are never Moses-tokenised, other codes get whitespace clean-up only.
+
+Example:
+  scripts/prepare_translation.py --src en --tgt de --train ../shared/data/mt/en-de/train \\
+      --valid ../shared/data/mt/en-de/valid --test ../shared/data/mt/en-de/test \\
+      --dest data-bin/multi30k_en_de --vocab-size 8000
+"""
+
+import argparse
+import logging
+import shlex
+import sys
+
+from ssan_plugin.translation.prepare import PrepareConfig, prepare
+from ssan_plugin.translation.textio import PipelineError
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--src", required=True, help="source language code (file suffix)")
+    ap.add_argument("--tgt", required=True, help="target language code (file suffix)")
+    ap.add_argument("--train", required=True, metavar="PREFIX", help="training files PREFIX.LANG")
+    ap.add_argument("--valid", required=True, metavar="PREFIX", help="validation files PREFIX.LANG")
+    ap.add_argument("--test", required=True, metavar="PREFIX", help="test files PREFIX.LANG")
+    ap.add_argument("--dest", required=True, metavar="DIR", help="output fairseq data-bin")
+    ap.add_argument("--vocab-size", required=True, type=int, metavar="N",
+                    help="joint sentencepiece vocabulary size (an upper bound on tiny corpora)")
+    ap.add_argument("--segmented", default="auto", choices=["auto", "none", "src", "tgt", "both"],
+                    help="which sides are already tokenised/word-segmented (never re-tokenised "
+                         "or detokenised); auto detects it per side (default)")
+    ap.add_argument("--no-moses-tokenize", dest="moses_tokenize", action="store_false",
+                    help="sentencepiece on normalised raw text, no Moses tokenisation")
+    ap.add_argument("--moses-aggressive-dash-splits", dest="aggressive_dash_splits",
+                    action="store_true", help="Moses tokeniser -a (split hyphenated words)")
+    ap.add_argument("--romanian-remove-diacritics", action="store_true",
+                    help="Romanian side: also remove diacritics, as the WMT16 Edinburgh systems")
+    ap.add_argument("--max-len", type=int, default=250, metavar="PIECES",
+                    help="training split only: drop pairs with a side longer than this (250)")
+    ap.add_argument("--ratio", type=float, default=9.0,
+                    help="training split only: drop pairs whose piece-length ratio exceeds "
+                         "this (9, as Moses clean-corpus-n)")
+    ap.add_argument("--spm-model-type", default="unigram", choices=["unigram", "bpe", "char", "word"])
+    ap.add_argument("--character-coverage", type=float, default=None,
+                    help="sentencepiece character coverage (default 0.9995 with a ja/zh/ko "
+                         "side, else 1.0)")
+    ap.add_argument("--threads", type=int, default=1, help="sentencepiece training threads")
+    ap.add_argument("--workers", type=int, default=1, help="fairseq-preprocess workers")
+    ap.add_argument("--overwrite", action="store_true", help="allow a non-empty --dest")
+    return ap.parse_args(argv)
+
+
+def main(argv=None):
+    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
+                        level=logging.INFO, stream=sys.stderr, force=True)
+    args = parse_args(argv)
+    command = shlex.join([sys.argv[0]] + (sys.argv[1:] if argv is None else list(argv)))
+    cfg = PrepareConfig(command=command, **vars(args))
+    try:
+        manifest = prepare(cfg)
+    except PipelineError as err:
+        print(f"prepare_translation.py: error: {err}", file=sys.stderr)
+        return 2
+    c = manifest["counts"]
+    print(f"prepared {cfg.dest}: train {c['train']['kept']}/{c['train']['input']} pairs kept "
+          f"(dropped: empty {c['train']['dropped_empty']}, too long "
+          f"{c['train']['dropped_too_long']}, ratio {c['train']['dropped_ratio']}), valid "
+          f"{c['valid']['kept']}, test {c['test']['kept']}; "
+          f"{manifest['sentencepiece']['pieces']} sentencepiece pieces")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,314 @@
+"""Raw parallel text -> filtered, sentencepiece-encoded fairseq data-bin, with a manifest.
+
+Steps (``prepare``):
+
+1. check every input before any work: files exist, are UTF-8, both sides of each split have
+   the same number of lines, no split is empty;
+2. per-language normalisation and (for Moses languages) tokenisation, see ``languages``;
+3. TRAINING split only: drop pairs with an empty side;
+4. a joint sentencepiece model trained on the remaining training pairs (both sides), applied
+   to every split;
+5. TRAINING split only: drop pairs longer than ``max_len`` pieces on either side or whose
+   piece-length ratio exceeds ``ratio``; valid and test keep every line, in order;
+6. ``fairseq-preprocess --joined-dictionary`` into ``dest``; the binarised sizes are checked;
+7. ``dest/manifest.json``: inputs with sha256, counts before/after filtering and why, language
+   handling, the sentencepiece model, and the exact commands.
+"""
+
+import json
+import logging
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from .languages import LanguageConfig, looks_segmented
+from .textio import PipelineError, read_lines, sha256, write_lines
+
+logger = logging.getLogger("ssan_plugin.translation.prepare")
+
+SPLITS = ("train", "valid", "test")
+MANIFEST = "manifest.json"
+SPM_PREFIX = "spm"
+
+
+@dataclass
+class PrepareConfig:
+    src: str
+    tgt: str
+    train: str
+    valid: str
+    test: str
+    dest: str
+    vocab_size: int
+    segmented: str = "auto"  # auto | none | src | tgt | both
+    moses_tokenize: bool = True
+    max_len: int = 250
+    ratio: float = 9.0
+    romanian_remove_diacritics: bool = False
+    aggressive_dash_splits: bool = False
+    spm_model_type: str = "unigram"
+    character_coverage: Optional[float] = None  # None: 0.9995 with a CJK side, else 1.0
+    spm_input_sentence_size: int = 10_000_000
+    threads: int = 1
+    workers: int = 1
+    overwrite: bool = False
+    command: str = ""
+
+    def validate(self):
+        if self.src == self.tgt:
+            raise PipelineError(f"--src and --tgt must differ, both are {self.src!r}")
+        for lang in (self.src, self.tgt):
+            if not lang or "/" in lang or "." in lang or lang.strip() != lang:
+                raise PipelineError(f"invalid language code {lang!r}")
+        if self.vocab_size < 8:
+            raise PipelineError(f"--vocab-size must be at least 8, got {self.vocab_size}")
+        if self.max_len < 1:
+            raise PipelineError(f"--max-len must be >= 1, got {self.max_len}")
+        if not self.ratio >= 1:
+            raise PipelineError(f"--ratio must be >= 1, got {self.ratio}")
+        if self.segmented not in ("auto", "none", "src", "tgt", "both"):
+            raise PipelineError(f"--segmented must be auto, none, src, tgt or both, "
+                                f"got {self.segmented!r}")
+
+
+def split_files(cfg: PrepareConfig) -> Dict[str, Dict[str, Path]]:
+    prefixes = {"train": cfg.train, "valid": cfg.valid, "test": cfg.test}
+    return {split: {lang: Path(f"{prefix}.{lang}") for lang in (cfg.src, cfg.tgt)}
+            for split, prefix in prefixes.items()}
+
+
+def check_inputs(cfg: PrepareConfig):
+    """Read and check every input file; return {split: {lang: lines}} or raise PipelineError."""
+    files = split_files(cfg)
+    missing = [str(p) for split in SPLITS for p in files[split].values() if not p.is_file()]
+    if missing:
+        raise PipelineError("missing input file(s): " + ", ".join(missing))
+    texts = {}
+    for split in SPLITS:
+        texts[split] = {lang: read_lines(path) for lang, path in files[split].items()}
+        counts = {lang: len(lines) for lang, lines in texts[split].items()}
+        if counts[cfg.src] != counts[cfg.tgt]:
+            raise PipelineError(
+                f"{split} split: line counts differ: {files[split][cfg.src]} has "
+                f"{counts[cfg.src]} lines, {files[split][cfg.tgt]} has {counts[cfg.tgt]}")
+        if counts[cfg.src] == 0:
+            raise PipelineError(f"{split} split is empty: {files[split][cfg.src]} and "
+                                f"{files[split][cfg.tgt]} have no lines")
+        logger.info("%s: %d lines (%s, %s)", split, counts[cfg.src],
+                    files[split][cfg.src], files[split][cfg.tgt])
+    return texts
+
+
+def check_dest(cfg: PrepareConfig) -> Path:
+    dest = Path(cfg.dest)
+    if dest.exists() and not dest.is_dir():
+        raise PipelineError(f"--dest {dest} exists and is not a directory")
+    if dest.is_dir() and any(dest.iterdir()) and not cfg.overwrite:
+        raise PipelineError(f"--dest {dest} is not empty; choose a new directory or pass "
+                            f"--overwrite")
+    return dest
+
+
+def language_configs(cfg: PrepareConfig, train_texts) -> Dict[str, LanguageConfig]:
+    forced = {"none": (), "src": (cfg.src,), "tgt": (cfg.tgt,), "both": (cfg.src, cfg.tgt)}
+    configs = {}
+    for lang in (cfg.src, cfg.tgt):
+        if cfg.segmented == "auto":
+            segmented = looks_segmented(train_texts[lang], lang)
+        else:
+            segmented = lang in forced[cfg.segmented]
+        configs[lang] = LanguageConfig.create(
+            lang, segmented, tokenize=cfg.moses_tokenize,
+            romanian_remove_diacritics=cfg.romanian_remove_diacritics,
+            aggressive_dash_splits=cfg.aggressive_dash_splits)
+        logger.info("%s: %s", lang, configs[lang])
+    return configs
+
+
+def _progress(lines, desc):
+    from tqdm import tqdm
+
+    return tqdm(lines, desc=desc, unit=" lines", mininterval=2.0, leave=False,
+                disable=len(lines) < 5000)
+
+
+def train_sentencepiece(cfg: PrepareConfig, dest: Path, train_pairs, configs):
+    import sentencepiece as spm
+
+    text_dir = dest / "text"
+    spm_input = text_dir / "spm_train.txt"
+    write_lines(spm_input, [s for pair in train_pairs for s in pair])
+    coverage = cfg.character_coverage
+    if coverage is None:
+        coverage = 0.9995 if any(c.kind == "cjk" for c in configs.values()) else 1.0
+    options = dict(
+        input=str(spm_input),
+        model_prefix=str(dest / SPM_PREFIX),
+        vocab_size=cfg.vocab_size,
+        model_type=cfg.spm_model_type,
+        character_coverage=coverage,
+        hard_vocab_limit=False,  # small corpora: at most vocab_size pieces, not exactly
+        input_sentence_size=cfg.spm_input_sentence_size,
+        shuffle_input_sentence=True,
+        num_threads=cfg.threads,
+        minloglevel=1,
+    )
+    logger.info("training sentencepiece: %s", options)
+    spm.SentencePieceTrainer.train(**options)
+    spm_input.unlink()
+    return spm.SentencePieceProcessor(model_file=str(dest / f"{SPM_PREFIX}.model")), options
+
+
+def run_preprocess(cfg: PrepareConfig, dest: Path) -> List[str]:
+    text = dest / "text"
+    command = [
+        sys.executable, "-m", "fairseq_cli.preprocess",
+        "--source-lang", cfg.src, "--target-lang", cfg.tgt,
+        "--trainpref", str(text / "train.spm"),
+        "--validpref", str(text / "valid.spm"),
+        "--testpref", str(text / "test.spm"),
+        "--destdir", str(dest),
+        "--joined-dictionary",
+        "--workers", str(cfg.workers),
+    ]
+    logger.info("running: %s", shlex.join(command))
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-20:])
+        raise PipelineError(f"fairseq-preprocess failed (exit {result.returncode}):\n{tail}")
+    return command
+
+
+def binarised_sizes(cfg: PrepareConfig, dest: Path) -> Dict[str, Dict[str, int]]:
+    from fairseq.data import indexed_dataset
+
+    sizes = {}
+    for split in SPLITS:
+        sizes[split] = {}
+        for lang in (cfg.src, cfg.tgt):
+            path = dest / f"{split}.{cfg.src}-{cfg.tgt}.{lang}"
+            sizes[split][lang] = len(indexed_dataset.MMapIndexedDataset(str(path)))
+    return sizes
+
+
+def prepare(cfg: PrepareConfig) -> dict:
+    """Run the whole pipeline; returns the manifest (also written to dest/manifest.json)."""
+    started = time.time()
+    cfg.validate()
+    dest = check_dest(cfg)
+    texts = check_inputs(cfg)
+    files = split_files(cfg)
+    configs = language_configs(cfg, texts["train"])
+    langs = (cfg.src, cfg.tgt)
+
+    processed = {}
+    for split in SPLITS:
+        processed[split] = {
+            lang: [configs[lang].pretokenise(x)
+                   for x in _progress(texts[split][lang], f"normalise {split}.{lang}")]
+            for lang in langs}
+
+    counts = {split: {"input": len(texts[split][cfg.src])} for split in SPLITS}
+    train_pairs = [(s, t) for s, t in zip(processed["train"][cfg.src], processed["train"][cfg.tgt])
+                   if s and t]
+    counts["train"]["dropped_empty"] = counts["train"]["input"] - len(train_pairs)
+    if not train_pairs:
+        raise PipelineError(f"training split has no pair with both sides non-empty "
+                            f"({files['train'][cfg.src]}, {files['train'][cfg.tgt]})")
+    for split in ("valid", "test"):
+        empty = sum(1 for s, t in zip(*(processed[split][lang] for lang in langs))
+                    if not s or not t)
+        if empty:
+            logger.warning("%s: %d line pair(s) have an empty side; kept (valid/test are "
+                           "never filtered)", split, empty)
+        counts[split]["empty_side_kept"] = empty
+
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "text").mkdir(exist_ok=True)
+    sp, spm_options = train_sentencepiece(cfg, dest, train_pairs, configs)
+
+    def encode(lines):
+        return [" ".join(sp.encode(x, out_type=str)) for x in lines]
+
+    kept_train, too_long, bad_ratio = [], 0, 0
+    for s, t in zip(*(encode(side) for side in zip(*train_pairs))):
+        ls, lt = len(s.split()), len(t.split())
+        if max(ls, lt) > cfg.max_len:
+            too_long += 1
+        elif max(ls, lt) > cfg.ratio * min(ls, lt):
+            bad_ratio += 1
+        else:
+            kept_train.append((s, t))
+    counts["train"].update(dropped_too_long=too_long, dropped_ratio=bad_ratio,
+                           kept=len(kept_train))
+    if not kept_train:
+        raise PipelineError("training split is empty after filtering "
+                            f"(--max-len {cfg.max_len}, --ratio {cfg.ratio}): {counts['train']}")
+    logger.info("train: %d pairs in, kept %d; dropped %d with an empty side, %d longer than "
+                "%d pieces, %d with a length ratio above %g", counts["train"]["input"],
+                len(kept_train), counts["train"]["dropped_empty"], too_long, cfg.max_len,
+                bad_ratio, cfg.ratio)
+
+    encoded = {"train": dict(zip(langs, map(list, zip(*kept_train))))}
+    for split in ("valid", "test"):
+        encoded[split] = {lang: encode(processed[split][lang]) for lang in langs}
+        counts[split]["kept"] = counts[split]["input"]
+    for split in SPLITS:
+        for lang in langs:
+            write_lines(dest / "text" / f"{split}.spm.{lang}", encoded[split][lang])
+        if split != "train":
+            for lang in langs:  # the normalised text the model sees, before sentencepiece
+                write_lines(dest / "text" / f"{split}.norm.{lang}", processed[split][lang])
+
+    preprocess_command = run_preprocess(cfg, dest)
+    sizes = binarised_sizes(cfg, dest)
+    for split in SPLITS:
+        for lang in langs:
+            if sizes[split][lang] != counts[split]["kept"]:
+                raise PipelineError(f"fairseq-preprocess wrote {sizes[split][lang]} sentences "
+                                    f"for {split}.{lang}, expected {counts[split]['kept']}")
+
+    manifest = {
+        "src": cfg.src,
+        "tgt": cfg.tgt,
+        "inputs": {split: {lang: {"path": str(files[split][lang].resolve()),
+                                  "sha256": sha256(files[split][lang])} for lang in langs}
+                   for split in SPLITS},
+        "counts": counts,
+        "languages": {lang: configs[lang].as_dict() for lang in langs},
+        "filter": {"max_len_pieces": cfg.max_len, "ratio": cfg.ratio, "splits": ["train"]},
+        "sentencepiece": {"model": str((dest / f"{SPM_PREFIX}.model").resolve()),
+                          "model_sha256": sha256(dest / f"{SPM_PREFIX}.model"),
+                          "trained_on": "train (after dropping empty pairs), both sides",
+                          "options": spm_options,
+                          "pieces": sp.get_piece_size()},
+        "fairseq_data": {"dir": str(dest.resolve()),
+                         "dict": f"dict.{cfg.src}.txt (joined, = dict.{cfg.tgt}.txt)"},
+        "commands": {"prepare": cfg.command or None,
+                     "sentencepiece_train": "sentencepiece.SentencePieceTrainer.train(**options)",
+                     "fairseq_preprocess": shlex.join(preprocess_command)},
+        "config": asdict(cfg),
+        "seconds": round(time.time() - started, 1),
+    }
+    with open(dest / MANIFEST, "w", encoding="utf-8") as f:
+        json.dump(manifest, f, indent=2, ensure_ascii=False)
+        f.write("\n")
+    logger.info("wrote %s", dest / MANIFEST)
+    return manifest
+
+
+def load_manifest(data_dir) -> dict:
+    path = Path(data_dir) / MANIFEST
+    if not path.is_file():
+        raise PipelineError(f"{path} not found: --data must be a directory written by "
+                            f"scripts/prepare_translation.py")
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def language_config_from_manifest(manifest: dict, lang: str) -> LanguageConfig:
+    return LanguageConfig(**manifest["languages"][lang])

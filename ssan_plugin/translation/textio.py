@@ -1,0 +1,58 @@
+"""Reading parallel text strictly: UTF-8 errors, missing files and line counts are user errors."""
+
+import hashlib
+from pathlib import Path
+from typing import List
+
+
+class PipelineError(Exception):
+    """A problem with the user's input; the CLIs print the message and exit non-zero."""
+
+
+def require_file(path) -> Path:
+    path = Path(path)
+    if not path.is_file():
+        raise PipelineError(f"missing input file: {path}")
+    return path
+
+
+def read_lines(path) -> List[str]:
+    """All lines of a UTF-8 file without their line ends (``\\n`` or ``\\r\\n``).
+
+    Invalid UTF-8 raises PipelineError naming the file, the 1-based line and the bytes.
+    """
+    path = require_file(path)
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        bad = data[err.start:err.end]
+        raise PipelineError(
+            f"{path}: line {line} is not valid UTF-8 (bytes {bad!r} at byte offset "
+            f"{err.start}); convert the file to UTF-8 first"
+        ) from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def count_lines(path) -> int:
+    return len(read_lines(path))
+
+
+def write_lines(path, lines) -> None:
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        for line in lines:
+            f.write(line + "\n")
+
+
+def sha256(path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -1,0 +1,103 @@
+#!/usr/bin/env python
+"""Decode and score translation systems on a data-bin made by prepare_translation.py.
+
+Each --system NAME=CHECKPOINT is decoded with fairseq-generate (every sentence checked, order
+restored), sentencepiece removed, detokenised as the data was prepared, and scored against the
+raw --ref with sacrebleu: detokenised BLEU (with signature), chrF, tokenised BLEU. --hyp
+NAME=FILE scores existing detokenised hypotheses. With two or more systems, a paired bootstrap
+(or approximate randomisation) test compares each against the first (the baseline).
+
+Example:
+  scripts/evaluate_bleu.py --data data-bin/multi30k_en_de --ref ../shared/data/mt/en-de/test.de \\
+      --system baseline=checkpoints/base/checkpoint_best.pt \\
+      --system ssan=checkpoints/ssan/checkpoint_best.pt --json runs/en_de_test.json
+"""
+
+import argparse
+import json
+import logging
+import sys
+
+from ssan_plugin.translation.decode import PACKAGE_DIR, GenerateOptions
+from ssan_plugin.translation.evaluate import EvalConfig, evaluate, markdown_table, parse_system
+from ssan_plugin.translation.textio import PipelineError
+
+
+class _AppendSystem(argparse.Action):
+    """--system and --hyp share one ordered list: the first one given is the baseline."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        kind = "checkpoint" if option_string == "--system" else "hyp"
+        getattr(namespace, self.dest).append((kind, value))
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", required=True, metavar="DIR", help="data-bin with manifest.json")
+    ap.add_argument("--system", dest="systems", action=_AppendSystem, default=[],
+                    metavar="NAME=CHECKPOINT", help="a checkpoint to decode (repeatable)")
+    ap.add_argument("--hyp", dest="systems", action=_AppendSystem, default=[],
+                    metavar="NAME=FILE", help="detokenised hypotheses, one per line (repeatable)")
+    ap.add_argument("--subset", default="test", help="split to decode (default test)")
+    ap.add_argument("--ref", required=True, metavar="FILE", help="raw reference of the subset")
+    ap.add_argument("--json", dest="json_out", metavar="OUT", help="write the results as JSON")
+    ap.add_argument("--hyp-dir", metavar="DIR",
+                    help="where to write detokenised hypotheses and generate logs (default: "
+                         "beside --json)")
+    ap.add_argument("--beam", type=int, default=5)
+    ap.add_argument("--lenpen", type=float, default=1.0)
+    ap.add_argument("--max-len-a", type=float, default=0.0)
+    ap.add_argument("--max-len-b", type=int, default=200)
+    ap.add_argument("--batch-size", type=int, default=64, help="sentences per generate batch")
+    ap.add_argument("--user-dir", default=str(PACKAGE_DIR),
+                    help=f"fairseq --user-dir (default {PACKAGE_DIR})")
+    ap.add_argument("--cpu", action="store_true", default=None,
+                    help="decode on CPU (default: CPU unless CUDA is available)")
+    ap.add_argument("--generate-args", default="", metavar="'ARGS'",
+                    help="further fairseq-generate options, shell-quoted")
+    test = ap.add_mutually_exclusive_group()
+    test.add_argument("--paired-bs", dest="paired", action="store_const", const="bs",
+                      help="paired bootstrap resampling (default)")
+    test.add_argument("--paired-ar", dest="paired", action="store_const", const="ar",
+                      help="paired approximate randomisation")
+    ap.add_argument("--paired-n", type=int, default=0,
+                    help="resamples (bs, default 1000) or trials (ar, default 10000)")
+    ap.add_argument("--skip-recorded-data-check", action="store_true",
+                    help="do not compare the dictionaries of the data dir recorded in a "
+                         "checkpoint with --data's (embedding sizes are always compared)")
+    args = ap.parse_args(argv)
+    if not args.systems:
+        ap.error("give at least one --system NAME=CHECKPOINT or --hyp NAME=FILE")
+    return args
+
+
+def main(argv=None):
+    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
+                        level=logging.INFO, stream=sys.stderr, force=True)
+    args = parse_args(argv)
+    try:
+        cfg = EvalConfig(
+            data=args.data,
+            systems=[parse_system(value, kind) for kind, value in args.systems],
+            ref=args.ref, subset=args.subset, json_out=args.json_out, hyp_dir=args.hyp_dir,
+            generate=GenerateOptions(beam=args.beam, lenpen=args.lenpen,
+                                     max_len_a=args.max_len_a, max_len_b=args.max_len_b,
+                                     batch_size=args.batch_size, user_dir=args.user_dir,
+                                     cpu=args.cpu, extra=args.generate_args),
+            paired=args.paired or "bs", paired_n=args.paired_n,
+            skip_recorded_data_check=args.skip_recorded_data_check)
+        result = evaluate(cfg)
+    except PipelineError as err:
+        print(f"evaluate_bleu.py: error: {err}", file=sys.stderr)
+        return 2
+    print(markdown_table(result["report"], result["notes"]))
+    if args.json_out:
+        print(f"\nwrote {args.json_out}")
+    else:
+        print(json.dumps(result["report"], indent=2, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,1 +1,3 @@
 from . import selective_label_smoothed_cross_entropy  # noqa: F401
+from . import resa_label_smoothed_cross_entropy  # noqa: F401
+from . import srl_cross_entropy  # noqa: F401

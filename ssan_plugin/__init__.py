@@ -11,3 +11,4 @@ from .checkpoint_safety import allow_fairseq_checkpoint_globals
 allow_fairseq_checkpoint_globals()
 
 from . import criterions, models  # noqa: E402,F401  (registrations)
+from .tasks import srl  # noqa: E402,F401  (registers the srl task)

@@ -1,0 +1,1 @@
+"""fairseq tasks of the plugin (``--user-dir`` imports every module here)."""

@@ -1,0 +1,136 @@
+"""fairseq task ``srl``: one tagging instance per predicate (see scripts/prepare_srl.py).
+
+Data directory (written by ``scripts/prepare_srl.py``):
+``dict.words.txt``, ``dict.labels.txt`` (fairseq Dictionaries; labels are BIO tags), and per
+split S: ``S.words``, ``S.predicate``, ``S.labels`` (fairseq indexed datasets; one item per
+instance, one entry per word, no EOS; predicate entries are 1 at the predicate word, else 0),
+``S.props`` (gold CoNLL-2005 props file) and ``S.instances.tsv`` (instance -> sentence,
+predicate position).
+
+A batch: ``net_input = {src_tokens: (B, T) word ids, src_lengths: (B,), predicate: (B, T) 0/1}``,
+``target``: (B, T) label ids, padded with the label dictionary's pad index.
+"""
+
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Dict, List
+
+import numpy as np
+import torch
+from fairseq.data import (
+    Dictionary,
+    IdDataset,
+    NestedDictionaryDataset,
+    NumelDataset,
+    NumSamplesDataset,
+    RightPadDataset,
+    SortDataset,
+    data_utils,
+)
+from fairseq.dataclass import FairseqDataclass
+from fairseq.tasks import FairseqTask, register_task
+from omegaconf import II, MISSING
+
+from ..srl.viterbi import BIOConstraints, viterbi_decode
+
+logger = logging.getLogger(__name__)
+
+PREDICATE_PAD = 0  # padding value of the predicate-indicator sequences
+
+
+@dataclass
+class SRLConfig(FairseqDataclass):
+    data: str = field(default=MISSING, metadata={"help": "data directory from prepare_srl.py"})
+    no_shuffle: bool = field(
+        default=False, metadata={"help": "batch in file order instead of by length, shuffled"}
+    )
+    seed: int = II("common.seed")
+
+
+@register_task("srl", dataclass=SRLConfig)
+class SRLTask(FairseqTask):
+    def __init__(self, cfg: SRLConfig, word_dict: Dictionary, label_dict: Dictionary):
+        super().__init__(cfg)
+        self.word_dict = word_dict
+        self.label_dict = label_dict
+        self._constraints = None
+
+    @classmethod
+    def setup_task(cls, cfg: SRLConfig, **kwargs):
+        dicts = []
+        for name in ("words", "labels"):
+            path = os.path.join(cfg.data, f"dict.{name}.txt")
+            if not os.path.exists(path):
+                raise FileNotFoundError(
+                    f"{path} not found: --task srl expects a directory written by "
+                    "scripts/prepare_srl.py"
+                )
+            dicts.append(Dictionary.load(path))
+        logger.info("srl: %d words, %d labels", len(dicts[0]), len(dicts[1]) - dicts[1].nspecial)
+        return cls(cfg, *dicts)
+
+    @property
+    def source_dictionary(self):
+        return self.word_dict
+
+    @property
+    def target_dictionary(self):
+        return self.label_dict
+
+    def load_dataset(self, split, combine=False, **kwargs):
+        prefix = os.path.join(self.cfg.data, split)
+        parts = {}
+        for name, dictionary in (("words", self.word_dict), ("predicate", None),
+                                 ("labels", self.label_dict)):
+            ds = data_utils.load_indexed_dataset(f"{prefix}.{name}", dictionary)
+            if ds is None:
+                raise FileNotFoundError(
+                    f"SRL split {split!r}: {prefix}.{name}.{{bin,idx}} not found "
+                    "(run scripts/prepare_srl.py)"
+                )
+            parts[name] = ds
+        words, predicate, labels = parts["words"], parts["predicate"], parts["labels"]
+        if not (np.array_equal(words.sizes, predicate.sizes)
+                and np.array_equal(words.sizes, labels.sizes)):
+            raise ValueError(f"SRL split {split!r}: words, predicate and labels do not align")
+        dataset = NestedDictionaryDataset(
+            {
+                "id": IdDataset(),
+                "net_input": {
+                    "src_tokens": RightPadDataset(words, pad_idx=self.word_dict.pad()),
+                    "src_lengths": NumelDataset(words, reduce=False),
+                    "predicate": RightPadDataset(predicate, pad_idx=PREDICATE_PAD),
+                },
+                "target": RightPadDataset(labels, pad_idx=self.label_dict.pad()),
+                "nsentences": NumSamplesDataset(),
+                "ntokens": NumelDataset(words, reduce=True),
+            },
+            sizes=[words.sizes],
+        )
+        if not self.cfg.no_shuffle:  # batches of similar lengths, in a seeded random order
+            with data_utils.numpy_seed(self.cfg.seed):
+                shuffle = np.random.permutation(len(dataset))
+            dataset = SortDataset(dataset, sort_order=[shuffle, words.sizes])
+        logger.info("srl: split %s, %d instances", split, len(dataset))
+        self.datasets[split] = dataset
+        return dataset
+
+    @property
+    def constraints(self) -> BIOConstraints:
+        """BIO constraints over the label dictionary (special symbols never emitted)."""
+        if self._constraints is None:
+            self._constraints = BIOConstraints(self.label_dict.symbols)
+        return self._constraints
+
+    @torch.no_grad()
+    def decode(self, model, sample) -> Dict[int, List[str]]:
+        """Constrained Viterbi tags per instance: {instance id: [tag per word]}."""
+        net_output = model(**sample["net_input"])
+        lprobs = model.get_normalized_probs(net_output, log_probs=True)
+        lengths = sample["net_input"]["src_lengths"]
+        predicates = sample["net_input"]["predicate"].eq(1).long().argmax(dim=1)
+        paths = viterbi_decode(lprobs, lengths, predicates, self.constraints)
+        symbols = self.label_dict.symbols
+        ids = sample["id"].tolist()
+        return {i: [symbols[k] for k in path] for i, path in zip(ids, paths)}

@@ -59,6 +59,11 @@ def _compute_dtype(*tensors):
     return torch.float64 if any(t.dtype == torch.float64 for t in tensors) else torch.float32
 
 
+def at_least_float32(t: Tensor) -> Tensor:
+    """half/bfloat16 -> float32; float32/float64 unchanged."""
+    return t.to(torch.promote_types(t.dtype, torch.float32))
+
+
 def _positions(pos: Optional[Tensor], length: int, device) -> Tensor:
     return torch.arange(length, device=device) if pos is None else pos
 
@@ -200,7 +205,7 @@ class Source2Token(nn.Module):
 
     def forward(self, x: Tensor, pad: Optional[Tensor] = None) -> Tensor:
         h = F.elu(self.hidden(x)) if self.hidden is not None else x
-        scores = self.score(h).float()
+        scores = at_least_float32(self.score(h))
         if pad is not None:
             scores = scores.masked_fill(pad.unsqueeze(-1), float("-inf"))
         row_max = scores.amax(1, keepdim=True).detach()
@@ -208,4 +213,4 @@ class Source2Token(nn.Module):
         e = torch.exp(scores - row_max)  # exp(-inf) = 0 at pads
         den = e.sum(1, keepdim=True)
         p = e / torch.where(den > 0, den, torch.ones_like(den))
-        return (p * x.float()).sum(1).to(x.dtype)
+        return (p * at_least_float32(x)).sum(1).to(x.dtype)

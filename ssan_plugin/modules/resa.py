@@ -24,10 +24,11 @@ slots over both RSS modules (their ratio is the token selection rate; names shar
 logging), ``entropy_sum``: summed Bernoulli entropies over those slots; ``head_selected``,
 ``dep_selected``, ``tokens``; ``pair_selected``/``pair_total``: attended (head, dependent)
 pairs and all i != j pairs; ``select_frac`` (B,): per sentence (sum z^h + sum z^d) / (2 n);
-``warmup``: bool tensor; ``log_prob`` (B,): log pi(z) with gradient, only when the REINFORCE
-policy sampled in training (during the warm-up it is 0 * logits, which keeps the RSS in the
-graph for DDP); ``select_rate``, ``select_count``, ``neg_entropy``: differentiable regulariser
-terms under SSAN's criterion names (expected values under p, or the straight-through z).
+``z_head``/``z_dep`` (B, T): the 0/1 selections; ``warmup``: bool tensor; ``log_prob`` (B,):
+log pi(z) with gradient, only when the REINFORCE policy sampled in training (during the
+warm-up it is 0 * logits, which keeps the RSS in the graph for DDP); ``select_rate``,
+``select_count``, ``neg_entropy``: differentiable regulariser terms under SSAN's criterion
+names (expected values under p, or the straight-through z).
 """
 
 from typing import Dict, Optional, Tuple
@@ -38,6 +39,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .disan import DirectionalSelfAttention, valid_weight
+from .multidim_attention import at_least_float32
 from .selective_attention import binary_entropy_from_logits, logistic_noise_like
 from .variant_self_attention import VariantSelfAttention
 
@@ -57,12 +59,12 @@ class ReinforcedSequenceSampler(nn.Module):
         w = valid.unsqueeze(-1).to(x.dtype)
         mean = (x * w).sum(1, keepdim=True) / w.sum(1, keepdim=True).clamp(min=1)
         feats = torch.cat([x, mean.expand_as(x), x * mean], dim=-1)
-        return self.out(F.elu(self.hidden(feats))).squeeze(-1).float()
+        return at_least_float32(self.out(F.elu(self.hidden(feats))).squeeze(-1))
 
 
 def mean_of_others(h: Tensor, valid: Tensor, direction: str) -> Tensor:
     """Mean of h over the other valid tokens j != i (j < i for fw, j > i for bw); 0 if none."""
-    hf = h.float() * valid.unsqueeze(-1)
+    hf = at_least_float32(h) * valid.unsqueeze(-1)
     cnt_all = valid.unsqueeze(-1)
     if direction == "none":
         total = hf.sum(1, keepdim=True) - hf
@@ -200,6 +202,8 @@ class ReSAAttention(VariantSelfAttention):
                 "pair_total": (n * (n - 1)).sum(),
                 "select_frac": (head_sel + dep_sel) / (2.0 * n.clamp(min=1)),
                 "warmup": torch.tensor(self.in_warmup),
+                "z_head": zh,
+                "z_dep": zd,
             }
         entropy = (binary_entropy_from_logits(head_logits) + binary_entropy_from_logits(dep_logits)) * valid
         entropy_sum = entropy.sum()

@@ -5,7 +5,9 @@ Batch first: x (B, T, C), pad (B, T) bool True at pads or None; ``valid`` = 1 - 
 - Two untied RSS modules (heads = queries, dependents = keys): f_i = [x_i; mean(x); x_i * mean(x)]
   (mean over non-pad tokens), logit_i = w^T elu(W f_i + b) + b', p_i = sigmoid(logit_i).
 - Selection z (0/1, pads never selected):
-  warm-up (``num_updates`` < ``warmup_updates``, a buffer saved in checkpoints): all tokens;
+  warm-up (``num_updates`` < ``warmup_updates``; ``num_updates`` is a buffer saved in
+  checkpoints, set by fairseq's task.train_step to the 0-based index of the update being
+  computed, so exactly ``warmup_updates`` updates are warm): all tokens;
   training, ``reinforce``: z_i ~ Bernoulli(p_i) independently; log pi(z) per sentence, summed
   over both modules, is reported for the REINFORCE criterion (no other gradient reaches the
   RSS); training, ``gumbel``: straight-through Gumbel-sigmoid with temperature tau (forward 0/1,

@@ -7,6 +7,7 @@ forward adds ``extra["selection_stats"]``: one dict per variant layer that repor
 (its attention module's ``selection_stats``, plus ``layer``: the 0-based encoder layer index).
 """
 
+from abc import ABCMeta, abstractmethod
 from typing import List, Optional
 
 from fairseq.models.transformer import TransformerConfig
@@ -66,17 +67,18 @@ class VariantTransformerEncoder(TransformerEncoder):
         return out
 
 
-class VariantTransformerModel(TransformerModel):
+class VariantTransformerModel(TransformerModel, metaclass=ABCMeta):
     """Subclasses implement ``variant_layers(args)`` and ``build_variant_attention(args)``."""
 
     @classmethod
+    @abstractmethod
     def variant_layers(cls, args) -> List[int]:
-        raise NotImplementedError
+        """0-based encoder layers that get the variant attention (validated)."""
 
     @classmethod
+    @abstractmethod
     def build_variant_attention(cls, args):
-        """-> build_attention(embed_dim, cfg) for the variant layers."""
-        raise NotImplementedError
+        """-> build_attention(embed_dim, cfg) for the variant layers (options validated)."""
 
     @classmethod
     def build_encoder(cls, args, src_dict, embed_tokens):

@@ -1,0 +1,116 @@
+#!/usr/bin/env python
+"""SSAN vs the baseline Transformer in one run: training words/s, generation sentences/s and
+peak memory, as ratios (SSAN / baseline). Same size, same data, same number of updates.
+
+Runs alternate (baseline, ssan, baseline, ssan, ...) so that machine noise hits both; each
+measure is the median over repeats. Training words/s is fairseq's own (median of its logged
+intervals, the first skipped); generation sentences/s is fairseq-generate's own count;
+peak memory is the peak resident set size of each training process (os.wait4), reported both
+whole and above the resident size of an idle `import fairseq, ssan_plugin` process.
+
+    python scripts/bench_ssan.py                         # built-in corpus, ~6 min on 2 cores
+    python scripts/bench_ssan.py --repeats 3 --updates 300
+"""
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from tqdm import tqdm
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+sys.path.insert(0, str(ROOT / "scripts"))
+from demo import MODEL  # noqa: E402  (the demo's model size)
+
+SYSTEMS = {
+    "baseline": ["--arch", "transformer", "--criterion", "label_smoothed_cross_entropy"],
+    "ssan": ["--arch", "ssan_transformer", "--criterion", "selective_label_smoothed_cross_entropy"],
+}
+
+
+def run_measured(cmd):
+    """Run cmd; return (stdout+stderr, peak RSS in MiB of that process)."""
+    with tempfile.TemporaryFile("w+") as out:
+        proc = subprocess.Popen(list(map(str, cmd)), stdout=out, stderr=subprocess.STDOUT, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        text = out.read()
+    if proc.returncode != 0:
+        sys.exit(f"failed: {' '.join(map(str, cmd))}\n{text[-3000:]}")
+    return text, usage.ru_maxrss / 1024.0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workdir", default="runs/bench")
+    ap.add_argument("--updates", type=int, default=200)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--max-tokens", type=int, default=4096)
+    ap.add_argument("--json", help="write the measurements here")
+    args = ap.parse_args()
+    work = Path(args.workdir).resolve()
+    work.mkdir(parents=True, exist_ok=True)
+
+    raw, data_bin = work / "raw", work / "data-bin"
+    if not (data_bin / "manifest.json").exists():
+        subprocess.run([sys.executable, ROOT / "scripts/make_synthetic_corpus.py", "--out", raw,
+                        "--train", 8000], check=True)
+        subprocess.run([sys.executable, ROOT / "scripts/prepare_translation.py", "--src", "src",
+                        "--tgt", "tgt", "--train", raw / "train", "--valid", raw / "valid",
+                        "--test", raw / "test", "--dest", data_bin, "--vocab-size", 1000,
+                        "--overwrite"], check=True, capture_output=True)
+    _, idle_rss = run_measured([sys.executable, "-c", "import fairseq, ssan_plugin"])
+
+    results = {name: {"train_wps": [], "gen_sps": [], "peak_rss_mib": []} for name in SYSTEMS}
+    jobs = [(r, name) for r in range(args.repeats) for name in SYSTEMS]
+    for rep, name in tqdm(jobs, desc="bench runs"):
+        save = work / f"ckpt_{name}"
+        text, rss = run_measured([
+            BIN / "fairseq-train", data_bin, "--user-dir", ROOT / "ssan_plugin", "--cpu",
+            *SYSTEMS[name], *MODEL, "--optimizer", "adam", "--lr", "0.0005", "--label-smoothing", "0.1",
+            "--max-tokens", args.max_tokens, "--max-update", args.updates, "--save-dir", save,
+            "--no-epoch-checkpoints", "--no-last-checkpoints", "--disable-validation",
+            "--log-format", "simple", "--log-interval", 10, "--seed", 1,
+        ])
+        wps = [float(w) for w in re.findall(r"train_inner \|.* wps=([0-9.]+)", text)]
+        results[name]["train_wps"].append(statistics.median(wps[1:]))
+        results[name]["peak_rss_mib"].append(rss)
+        gen, _ = run_measured([
+            BIN / "fairseq-generate", data_bin, "--user-dir", ROOT / "ssan_plugin", "--cpu",
+            "--path", save / "checkpoint_best.pt", "--gen-subset", "test", "--beam", 5,
+            "--batch-size", 64, "--required-batch-size-multiple", 1,
+        ])
+        sps = re.search(r"Translated [0-9,]+ sentences .* \(([0-9.]+) sentences/s", gen)
+        results[name]["gen_sps"].append(float(sps.group(1)))
+
+    med = {n: {k: statistics.median(v) for k, v in m.items()} for n, m in results.items()}
+    b, s = med["baseline"], med["ssan"]
+    ratios = {
+        "train_wps": s["train_wps"] / b["train_wps"],
+        "gen_sps": s["gen_sps"] / b["gen_sps"],
+        "peak_rss": s["peak_rss_mib"] / b["peak_rss_mib"],
+        "peak_rss_above_idle": (s["peak_rss_mib"] - idle_rss) / (b["peak_rss_mib"] - idle_rss),
+    }
+    print(f"\n{args.repeats} repeats x {args.updates} updates, max-tokens {args.max_tokens}, "
+          f"model: {' '.join(MODEL)}")
+    print("| measure | baseline | ssan | ssan / baseline | target |\n|---|---|---|---|---|")
+    print(f"| training words/s | {b['train_wps']:.0f} | {s['train_wps']:.0f} | {ratios['train_wps']:.3f} | >= 0.90 |")
+    print(f"| generation sentences/s | {b['gen_sps']:.1f} | {s['gen_sps']:.1f} | {ratios['gen_sps']:.3f} | >= 0.97 |")
+    print(f"| peak RSS (MiB) | {b['peak_rss_mib']:.0f} | {s['peak_rss_mib']:.0f} | {ratios['peak_rss']:.3f} | <= 1.15 |")
+    print(f"| peak RSS above idle import ({idle_rss:.0f} MiB) | {b['peak_rss_mib'] - idle_rss:.0f} | "
+          f"{s['peak_rss_mib'] - idle_rss:.0f} | {ratios['peak_rss_above_idle']:.3f} | |")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"runs": results, "median": med, "ratios": ratios,
+                                               "idle_rss_mib": idle_rss}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,231 @@
+#!/usr/bin/env python
+"""Efficiency study (Bi-BloSAN paper, Fig. 6): time and peak memory of ONE encoder layer.
+
+For each sequence length T and each layer kind -- fairseq's self-attention (san), SSAN (ssan),
+DiSAN naive (disan_naive), DiSAN memory-efficient (disan_blocked), Bi-BloSAN (biblosan), ReSA
+(resa) -- one training-mode forward + backward of a full encoder layer (sublayer, residual,
+layer norm, FFN of 4 x width) on a random B x T x width input without pads.
+
+Every point runs in its own subprocess (``--worker``). Peak memory on CPU: the worker
+resets the kernel's peak-RSS mark (write "5" to /proc/self/clear_refs), runs the step and
+reads VmHWM from /proc/self/status; the reported peak is VmHWM minus the RSS just before the
+step, i.e. the extra physical memory the step needed. glibc's mmap threshold is pinned
+(MALLOC_MMAP_THRESHOLD_=65536) so that large tensors are mmapped and returned on free, and the
+RSS follows the live tensors instead of allocator caches. Time: median of repeated steps.
+
+Writes CSV + PNG (matplotlib) and prints the ratios for the README. OMP_NUM_THREADS=1.
+"""
+
+import argparse
+import csv
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+KINDS = ["san", "ssan", "disan_naive", "disan_blocked", "biblosan", "resa"]
+REPO = Path(__file__).resolve().parents[1]
+
+
+# ----------------------------------------------------------------------------- worker side
+def build_layer(kind: str, width: int, heads: int):
+    from fairseq.models.transformer import TransformerConfig
+    from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
+
+    from ssan_plugin.modules import AttentionVariantEncoderLayer, SelectiveMultiheadAttention
+    from ssan_plugin.modules.biblosan import BiBloSANAttention
+    from ssan_plugin.modules.disan import DiSANAttention
+    from ssan_plugin.modules.resa import ReSAAttention
+
+    cfg = TransformerConfig()
+    cfg.encoder.embed_dim, cfg.encoder.ffn_embed_dim, cfg.encoder.attention_heads = width, 4 * width, heads
+    builders = {
+        "ssan": lambda d, c: SelectiveMultiheadAttention(d, heads),
+        "disan_naive": lambda d, c: DiSANAttention(d, implementation="naive"),
+        "disan_blocked": lambda d, c: DiSANAttention(d, implementation="blocked"),
+        "biblosan": lambda d, c: BiBloSANAttention(d),
+        "resa": lambda d, c: ReSAAttention(d),
+    }
+    if kind == "san":
+        return TransformerEncoderLayerBase(cfg)
+    return AttentionVariantEncoderLayer(cfg, builders[kind])
+
+
+def rss_kb(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+def worker(kind: str, length: int, batch: int, width: int, heads: int, min_time: float) -> dict:
+    import gc
+
+    import torch
+
+    import ssan_plugin  # noqa: F401
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    layer = build_layer(kind, width, heads).train()
+
+    def step(t):
+        x = torch.randn(t, batch, width, requires_grad=True)
+        out = layer(x, None)
+        loss = out.float().pow(2).mean()
+        stats = getattr(layer.self_attn, "selection_stats", None)
+        if stats is not None and "log_prob" in stats:  # ReSA: include the REINFORCE path
+            loss = loss + stats["log_prob"].sum() * 1e-3
+        loss.backward()
+        layer.zero_grad(set_to_none=True)
+        return stats
+
+    step(8)  # lazy initialisations
+    gc.collect()
+    before = rss_kb("VmRSS")
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    start = time.perf_counter()
+    stats = step(length)
+    first = time.perf_counter() - start
+    peak = rss_kb("VmHWM") - before
+    times = [first]
+    while sum(times) < min_time and len(times) < 5:
+        start = time.perf_counter()
+        step(length)
+        times.append(time.perf_counter() - start)
+    result = {"kind": kind, "length": length, "batch": batch, "width": width,
+              "time_s": statistics.median(times), "peak_mb": peak / 1024.0, "reps": len(times)}
+    if stats is not None and "selected" in stats:
+        result["selection_rate"] = float(stats["selected"] / stats["pairs"])
+    return result
+
+
+# ----------------------------------------------------------------------------- driver side
+def naive_estimate_gb(length, batch, width):
+    """~8 float32 tensors of B x T x T x C/2 per direction held by the naive DiSAN backward."""
+    return 8 * 2 * batch * length * length * (width // 2) * 4 / 1e9
+
+
+def run_point(kind, length, args):
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", MALLOC_MMAP_THRESHOLD_="65536",
+               PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    cmd = [sys.executable, __file__, "--worker", kind, str(length), "--batch", str(args.batch),
+           "--width", str(args.width), "--heads", str(args.heads), "--min-time", str(args.min_time)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        return {"kind": kind, "length": length, "status": "timeout"}
+    if proc.returncode != 0:
+        return {"kind": kind, "length": length, "status": "failed: " + proc.stderr.strip().splitlines()[-1]}
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]), status="ok")
+
+
+def plot(rows, path, args):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for kind in KINDS:
+        pts = sorted((r["length"], r) for r in rows if r["kind"] == kind and r.get("status") == "ok")
+        if not pts:
+            continue
+        xs = [p[0] for p in pts]
+        axes[0].plot(xs, [p[1]["time_s"] * 1000 for p in pts], marker="o", ms=3, label=kind)
+        axes[1].plot(xs, [p[1]["peak_mb"] for p in pts], marker="o", ms=3, label=kind)
+    axes[0].set_ylabel("forward + backward time (ms)")
+    axes[1].set_ylabel("peak memory of the step (MB)")
+    for ax in axes:
+        ax.set_xlabel("sequence length T")
+        ax.set_yscale("log")
+        ax.grid(alpha=0.3)
+    axes[1].legend(fontsize=8)
+    fig.suptitle(f"one encoder layer, batch {args.batch}, width {args.width}, CPU, 1 thread")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def value(rows, kind, length, key):
+    for r in rows:
+        if r["kind"] == kind and r["length"] == length and r.get("status") == "ok":
+            return r[key]
+    return float("nan")
+
+
+def summarise(rows, lengths):
+    lines = []
+    t_cmp = max([t for t in lengths if not math.isnan(value(rows, "disan_naive", t, "peak_mb"))], default=None)
+    for t in sorted({256, t_cmp} - {None}):
+        naive, blocked = value(rows, "disan_naive", t, "peak_mb"), value(rows, "disan_blocked", t, "peak_mb")
+        lines.append(f"T={t}: DiSAN memory-efficient / naive peak memory = {blocked / naive:.3f} "
+                     f"({blocked:.0f} MB vs {naive:.0f} MB); time ratio "
+                     f"{value(rows, 'disan_blocked', t, 'time_s') / value(rows, 'disan_naive', t, 'time_s'):.2f}")
+    big, small = max(lengths), max(t for t in lengths if t <= max(lengths) // 2)
+    for kind in KINDS:
+        m_big, m_small = value(rows, kind, big, "peak_mb"), value(rows, kind, small, "peak_mb")
+        if not (math.isnan(m_big) or math.isnan(m_small)) and m_small > 0:
+            slope = math.log(m_big / m_small) / math.log(big / small)
+            lines.append(f"{kind}: peak memory T={small} -> T={big}: {m_small:.0f} -> {m_big:.0f} MB, "
+                         f"growth exponent {slope:.2f} (1 = linear, 2 = quadratic); "
+                         f"time {value(rows, kind, big, 'time_s') * 1000:.0f} ms at T={big}")
+    return lines
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--worker", nargs=2, metavar=("KIND", "T"), help=argparse.SUPPRESS)
+    ap.add_argument("--lengths", default="16,32,64,128,192,256,320,384")
+    ap.add_argument("--kinds", default=",".join(KINDS))
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--width", type=int, default=300, help="model width (a multiple of --heads, even)")
+    ap.add_argument("--heads", type=int, default=6)
+    ap.add_argument("--min-time", type=float, default=1.0, help="repeat a step until this many seconds")
+    ap.add_argument("--max-naive-gb", type=float, default=4.0,
+                    help="skip naive DiSAN points estimated above this memory")
+    ap.add_argument("--timeout", type=float, default=300.0, help="seconds per point")
+    ap.add_argument("--out", default=str(REPO / "examples" / "variants"))
+    args = ap.parse_args()
+    if args.width % args.heads or args.width % 2:
+        ap.error("--width must be even and a multiple of --heads")
+    if args.worker:
+        kind, length = args.worker
+        print(json.dumps(worker(kind, int(length), args.batch, args.width, args.heads, args.min_time)))
+        return
+
+    from tqdm import tqdm
+
+    lengths = sorted(int(t) for t in args.lengths.split(","))
+    kinds = [k for k in args.kinds.split(",") if k]
+    unknown = set(kinds) - set(KINDS)
+    if unknown:
+        ap.error(f"unknown kinds {sorted(unknown)}; choose from {KINDS}")
+    rows = []
+    points = [(k, t) for t in lengths for k in kinds]
+    for kind, length in tqdm(points, desc="bench", unit="point"):
+        if kind == "disan_naive" and naive_estimate_gb(length, args.batch, args.width) > args.max_naive_gb:
+            rows.append({"kind": kind, "length": length, "status": "skipped (memory estimate)"})
+            continue
+        rows.append(run_point(kind, length, args))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    fields = ["kind", "length", "batch", "width", "time_s", "peak_mb", "reps", "selection_rate", "status"]
+    with open(out / "bench_encoder_layers.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+        writer.writeheader()
+        for r in rows:
+            writer.writerow(r)
+    plot(rows, out / "bench_encoder_layers.png", args)
+    for line in summarise(rows, lengths):
+        print(line)
+    print(f"wrote {out / 'bench_encoder_layers.csv'} and {out / 'bench_encoder_layers.png'}")
+
+
+if __name__ == "__main__":
+    main()

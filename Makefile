@@ -1,4 +1,4 @@
-# Public entry points: make install | make demo [DATA=DIR] | make test | make bench
+# Public entry points: make install | make demo [DATA=DIR [SRC=en TGT=de]] [OUT=runs/NAME] | make test | make bench
 SHELL := /bin/bash
 PYTHON ?= python3.11
 VENV := .venv
@@ -9,6 +9,8 @@ TORCH := torch==2.13.0
 BUILD_DEPS := numpy==2.4.6 cython==3.3.1 setuptools wheel
 FAIRSEQ := fairseq-fixed==0.12.3.1
 DATA ?=
+SRC ?= src
+TGT ?= tgt
 OUT ?= runs/demo
 
 .PHONY: install demo test test-slow bench clean
@@ -28,7 +30,7 @@ $(STAMP): requirements.txt setup.py Makefile
 	touch $(STAMP)
 
 demo: install
-	$(PY) scripts/demo.py --out $(OUT) $(if $(DATA),--data $(DATA),)
+	$(PY) scripts/demo.py --out $(OUT) $(if $(DATA),--data $(DATA) --src $(SRC) --tgt $(TGT),)
 
 test: install
 	$(PY) -m pytest -q tests

@@ -8,8 +8,9 @@ test split with fairseq-generate (every sentence; scripts/evaluate_bleu.py check
 sacrebleu and print: BLEU (paired bootstrap vs the baseline), chrF, selection rate, training
 words/s, parameters.
 
-    python scripts/demo.py --out runs/demo                 # built-in corpus (~10 min, 2 cores)
+    python scripts/demo.py --out runs/demo                 # built-in corpus
     python scripts/demo.py --out runs/mt --data DIR        # DIR/{train,valid,test}.{src,tgt}
+    python scripts/demo.py --out runs/de --data ../shared/data/mt/en-de --src en --tgt de
 """
 
 import argparse
@@ -67,11 +68,12 @@ def run(cmd, log_file=None):
     return text
 
 
-def check_raw(data: Path):
-    missing = [f"{data}/{s}.{l}" for s in ("train", "valid", "test") for l in ("src", "tgt")
+def check_raw(data: Path, src: str, tgt: str):
+    missing = [f"{data}/{s}.{l}" for s in ("train", "valid", "test") for l in (src, tgt)
                if not (data / f"{s}.{l}").is_file()]
     if missing:
-        sys.exit("[demo] --data must hold {train,valid,test}.{src,tgt}; missing: " + ", ".join(missing))
+        sys.exit(f"[demo] --data must hold {{train,valid,test}}.{{{src},{tgt}}} (choose the suffixes "
+                 f"with --src/--tgt); missing: " + ", ".join(missing))
 
 
 def training_summary(text: str) -> dict:
@@ -92,9 +94,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="runs/demo", help="working directory (checkpoints, logs)")
     ap.add_argument("--data", help="raw corpus DIR/{train,valid,test}.{src,tgt}; default: built-in")
+    ap.add_argument("--src", default="src", help="source file suffix in --data (default src)")
+    ap.add_argument("--tgt", default="tgt", help="target file suffix in --data (default tgt)")
     ap.add_argument("--data-bin", help="where to write the prepared data (default OUT/data-bin)")
     ap.add_argument("--max-update", type=int, default=1800, help="updates per system (same for both)")
     ap.add_argument("--vocab-size", type=int, default=1000)
+    ap.add_argument("--train-size", type=int, default=20000, help="built-in corpus: training pairs")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--fresh", action="store_true", help="delete OUT first")
     args = ap.parse_args()
@@ -107,17 +112,20 @@ def main():
 
     if args.data:
         raw = Path(args.data).resolve()
-        check_raw(raw)
+        check_raw(raw, args.src, args.tgt)
     else:
         raw = out / "raw"
+        if args.src != "src" or args.tgt != "tgt":
+            sys.exit("[demo] --src/--tgt choose file suffixes of --data; the built-in corpus is src/tgt")
         if not (raw / "test.tgt").exists():
             log("1/4 building the synthetic corpus (sparse content words among fillers, reordered)")
-            run([sys.executable, SCRIPTS / "make_synthetic_corpus.py", "--out", raw])
+            run([sys.executable, SCRIPTS / "make_synthetic_corpus.py", "--out", raw,
+                 "--train", args.train_size])
 
     data_bin = Path(args.data_bin).resolve() if args.data_bin else out / "data-bin"
     if not (data_bin / "manifest.json").exists():
         log("2/4 preparing: sentencepiece + fairseq-preprocess")
-        run([sys.executable, SCRIPTS / "prepare_translation.py", "--src", "src", "--tgt", "tgt",
+        run([sys.executable, SCRIPTS / "prepare_translation.py", "--src", args.src, "--tgt", args.tgt,
              "--train", raw / "train", "--valid", raw / "valid", "--test", raw / "test",
              "--dest", data_bin, "--vocab-size", args.vocab_size, "--overwrite"])
 
@@ -133,7 +141,7 @@ def main():
 
     log("4/4 decoding the test split and scoring (sacrebleu)")
     report_path = out / "bleu.json"
-    run([sys.executable, SCRIPTS / "evaluate_bleu.py", "--data", data_bin, "--ref", raw / "test.tgt",
+    run([sys.executable, SCRIPTS / "evaluate_bleu.py", "--data", data_bin, "--ref", raw / f"test.{args.tgt}",
          "--cpu", "--json", report_path, "--beam", 5,
          *[a for name in SYSTEMS for a in ("--system", f"{name}={out / 'checkpoints' / name / 'checkpoint_best.pt'}")]])
     report = json.loads(report_path.read_text())

@@ -131,10 +131,10 @@ def test_checkpoint_needs_only_allow_listed_globals(ssan_run):
 @pytest.mark.parametrize("flags, message", [
     (["--ssan-layers", "5"], "--ssan-layers '5': indices must lie in [0, 1]"),
     (["--ssan-layers", "0,x"], "--ssan-layers must be 'all' or comma-separated"),
-    (["--ssan-tau", "0"], "--ssan-tau must be > 0"),
-    (["--ssan-tau", "-1"], "--ssan-tau must be > 0"),
-    (["--select-scale", "-1"], "--select-scale must be >= 0"),
-    (["--nce-scale", "-0.1"], "--nce-scale must be >= 0"),
+    (["--ssan-tau", "0"], "--ssan-tau must be finite and > 0"),
+    (["--ssan-tau", "-1"], "--ssan-tau must be finite and > 0"),
+    (["--select-scale", "-1"], "--select-scale must be finite and >= 0"),
+    (["--nce-scale", "-0.1"], "--nce-scale must be finite and >= 0"),
 ])
 def test_bad_options_stop_before_training(tiny_bin, tmp_path, flags, message):
     save = tmp_path / "never"

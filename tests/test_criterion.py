@@ -89,8 +89,8 @@ def test_rate_regulariser_pushes_selection_down(tiny_bin):
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(select_scale=-1.0), "--select-scale must be >= 0"),
-    (dict(nce_scale=-0.5), "--nce-scale must be >= 0"),
+    (dict(select_scale=-1.0), "--select-scale must be finite and >= 0"),
+    (dict(nce_scale=-0.5), "--nce-scale must be finite and >= 0"),
     (dict(select_penalty_form="sum"), "--select-penalty-form"),
 ])
 def test_bad_weights_rejected(tiny_bin, kwargs, message):

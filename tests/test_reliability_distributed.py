@@ -277,8 +277,6 @@ def test_checkpoint_file_needs_only_namespace(small_checkpoint):
     assert needed_globals(small_checkpoint) == {"argparse.Namespace"}
 
 
-@pytest.mark.xfail(strict=True, reason="ssan_plugin.checkpoint_safety lacks builtins.dict/int/list "
-                                       "(omegaconf Metadata pickles them); see issue 6 report")
 def test_allow_list_is_exactly_what_distributed_resume_needs(small_checkpoint, tmp_path):
     payload = tmp_path / "broadcast.pt"
     payload.write_bytes(broadcast_payload(small_checkpoint))
@@ -290,8 +288,6 @@ def test_allow_list_is_exactly_what_distributed_resume_needs(small_checkpoint, t
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="rank 1 cannot torch.load the broadcast checkpoint: GLOBAL dict "
-                                       "is not allow-listed (ssan_plugin.checkpoint_safety)")
 def test_distributed_resume(tiny_bin, tmp_path):
     save = tmp_path / "ckpt"
     args = [*common(tiny_bin, save, 2), "--arch", "ssan_transformer", *ARCHS["ssan_transformer"]]

@@ -149,7 +149,7 @@ def namespace(fill, **options):
     (DiSANTransformerModel, disan_transformer, dict(disan_layers="0,5"), r"--disan-layers .*\[0, 1\]"),
     (BiBloSANTransformerModel, biblosan_transformer, dict(biblosan_block_length=-2),
      r"--biblosan-block-length must be >= 0"),
-    (ReSATransformerModel, resa_transformer, dict(resa_tau=0.0), r"--resa-tau must be > 0"),
+    (ReSATransformerModel, resa_transformer, dict(resa_tau=0.0), r"--resa-tau must be finite and > 0"),
     (ReSATransformerModel, resa_transformer, dict(resa_warmup_updates=-1), r"--resa-warmup-updates must be >= 0"),
     (ReSATransformerModel, resa_transformer, dict(resa_estimator="a2c"), r"--resa-estimator must be one of"),
 ])

@@ -25,6 +25,7 @@ L: ``resa_head_L``, ``resa_dep_L`` (token selection rates) and ``resa_pair_L`` (
 i != j pairs attended), plus SSAN's ``sel_L``/``sel``/``pol_ent``.
 """
 
+import math
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
@@ -98,8 +99,8 @@ class ReSALabelSmoothedCrossEntropyCriterion(SelectiveLabelSmoothedCrossEntropyC
         super().__init__(task, sentence_avg, label_smoothing, ignore_prefix_size, report_accuracy,
                          select_scale, nce_scale, select_penalty_form)
         for name, value in (("--resa-lambda", resa_lambda), ("--resa-policy-weight", resa_policy_weight)):
-            if not value >= 0:
-                raise ValueError(f"{name} must be >= 0, got {value}")
+            if not 0 <= value < math.inf:
+                raise ValueError(f"{name} must be finite and >= 0, got {value}")
         if resa_baseline not in BASELINES:
             raise ValueError(f"--resa-baseline must be one of {BASELINES}, got {resa_baseline!r}")
         if not 0 <= resa_baseline_momentum < 1:

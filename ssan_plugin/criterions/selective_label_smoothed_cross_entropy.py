@@ -12,6 +12,7 @@ policy. Logged per selective layer L: ``sel_L`` (selection rate over non-pad pai
 ``sel`` and ``pol_ent`` (mean policy entropy, nats).
 """
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -100,9 +101,11 @@ class SelectiveLabelSmoothedCrossEntropyCriterion(LabelSmoothedCrossEntropyCrite
         select_penalty_form="rate",
     ):
         super().__init__(task, sentence_avg, label_smoothing, ignore_prefix_size, report_accuracy)
+        if not 0 <= label_smoothing < 1:
+            raise ValueError(f"--label-smoothing must lie in [0, 1), got {label_smoothing}")
         for name, value in (("--select-scale", select_scale), ("--nce-scale", nce_scale)):
-            if not value >= 0:
-                raise ValueError(f"{name} must be >= 0, got {value}")
+            if not 0 <= value < math.inf:
+                raise ValueError(f"{name} must be finite and >= 0, got {value}")
         if select_penalty_form not in ("rate", "count"):
             raise ValueError(
                 f"--select-penalty-form must be 'rate' or 'count', got {select_penalty_form!r}"

@@ -9,6 +9,7 @@ The model receives the update number through fairseq's ``set_num_updates`` for t
 (kept in the checkpoint, so generation after training selects with the policy).
 """
 
+import math
 from functools import partial
 
 from fairseq.models import register_model, register_model_architecture
@@ -97,8 +98,8 @@ class ReSATransformerModel(VariantTransformerModel):
                               ("--resa-query-block", args.resa_query_block)):
             if value < 0:
                 raise ValueError(f"{option} must be >= 0, got {value}")
-        if not args.resa_tau > 0:
-            raise ValueError(f"--resa-tau must be > 0, got {args.resa_tau}")
+        if not 0 < args.resa_tau < math.inf:
+            raise ValueError(f"--resa-tau must be finite and > 0, got {args.resa_tau}")
         if args.resa_direction == "bi":
             check_even_width(args, "resa_transformer --resa-direction bi")
         return partial(

@@ -5,6 +5,7 @@ which layers select, the Gumbel-sigmoid temperature, hard/soft selection, policy
 scaling. Architectures mirror fairseq's ``transformer*`` shapes exactly.
 """
 
+import math
 from functools import partial
 
 from fairseq.models import register_model, register_model_architecture
@@ -74,8 +75,8 @@ class SSANTransformerModel(VariantTransformerModel):
 
     @classmethod
     def build_variant_attention(cls, args):
-        if not args.ssan_tau > 0:
-            raise ValueError(f"--ssan-tau must be > 0, got {args.ssan_tau}")
+        if not 0 < args.ssan_tau < math.inf:
+            raise ValueError(f"--ssan-tau must be finite and > 0, got {args.ssan_tau}")
         if args.ssan_selection not in ("hard", "soft"):
             raise ValueError(f"--ssan-selection must be 'hard' or 'soft', got {args.ssan_selection!r}")
         return partial(

@@ -35,6 +35,7 @@ names (expected values under p, or the straight-through z).
 
 from typing import Dict, Optional, Tuple
 
+import math
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -111,8 +112,8 @@ class ReSAAttention(VariantSelfAttention):
             raise ValueError(f"--resa-direction must be one of {RESA_DIRECTIONS}, got {direction!r}")
         if warmup_updates < 0:
             raise ValueError(f"--resa-warmup-updates must be >= 0, got {warmup_updates}")
-        if not tau > 0:
-            raise ValueError(f"--resa-tau must be > 0, got {tau}")
+        if not 0 < tau < math.inf:
+            raise ValueError(f"--resa-tau must be finite and > 0, got {tau}")
         if rss_hidden < 0:
             raise ValueError(f"--resa-rss-hidden must be >= 0 (0 = embed dim), got {rss_hidden}")
         if direction == "bi" and embed_dim % 2:

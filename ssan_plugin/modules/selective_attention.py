@@ -219,8 +219,9 @@ class SelectiveMultiheadAttention(MultiheadAttention):
         else:
             valid_keys = (~key_padding_mask.to(torch.bool)).to(select.dtype)
         valid_queries = valid_keys  # self-attention: the same positions
-        n_keys = valid_keys.sum(-1)  # (B,)
-        n_queries = valid_queries.sum()
+        # clamped: a sentence made only of pads contributes nothing instead of 0/0
+        n_keys = valid_keys.sum(-1).clamp_min(1.0)  # (B,)
+        n_queries = valid_queries.sum().clamp_min(1.0)
         key_w = valid_keys.view(bsz, 1, 1, src_len)
         query_w = valid_queries.view(bsz, 1, tgt_len)
 
@@ -240,7 +241,7 @@ class SelectiveMultiheadAttention(MultiheadAttention):
             "entropy_sum": entropy_sum.detach(),
             "select_rate": select_rate,
             "select_count": select_count,
-            "neg_entropy": -entropy_sum / n_pairs,
+            "neg_entropy": -entropy_sum / n_pairs.clamp_min(1.0),
         }
 
     def upgrade_state_dict_named(self, state_dict, name):

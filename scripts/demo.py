@@ -59,6 +59,7 @@ def run(cmd, log_file=None):
             lines.append(line)
             if "tensorboardX" not in line:
                 sys.stdout.write(line)
+                sys.stdout.flush()
         proc.wait()
     text = "".join(lines)
     if log_file:
@@ -97,7 +98,7 @@ def main():
     ap.add_argument("--src", default="src", help="source file suffix in --data (default src)")
     ap.add_argument("--tgt", default="tgt", help="target file suffix in --data (default tgt)")
     ap.add_argument("--data-bin", help="where to write the prepared data (default OUT/data-bin)")
-    ap.add_argument("--max-update", type=int, default=1800, help="updates per system (same for both)")
+    ap.add_argument("--max-update", type=int, default=900, help="updates per system (same for both)")
     ap.add_argument("--vocab-size", type=int, default=1000)
     ap.add_argument("--train-size", type=int, default=20000, help="built-in corpus: training pairs")
     ap.add_argument("--seed", type=int, default=1)

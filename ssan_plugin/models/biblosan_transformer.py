@@ -21,12 +21,6 @@ from .variant_transformer import VariantTransformerModel, parse_layer_list
 BIBLOSAN_DEFAULTS = dict(biblosan_layers="all", biblosan_block_length=0)
 
 
-def biblosan_defaults(args):
-    for name, default in BIBLOSAN_DEFAULTS.items():
-        if getattr(args, name, None) is None:
-            setattr(args, name, default)
-
-
 def build_biblosan_attention(embed_dim, cfg, block_length):
     return BiBloSANAttention(embed_dim, block_length=block_length)
 
@@ -34,6 +28,8 @@ def build_biblosan_attention(embed_dim, cfg, block_length):
 @register_model("biblosan_transformer")
 class BiBloSANTransformerModel(VariantTransformerModel):
     """Transformer with bi-directional block self-attention (Bi-BloSAN) in the encoder."""
+
+    variant_defaults = BIBLOSAN_DEFAULTS
 
     @staticmethod
     def add_args(parser):
@@ -43,13 +39,6 @@ class BiBloSANTransformerModel(VariantTransformerModel):
                            help="encoder layers (0-based) using Bi-BloSA; default: all")
         group.add_argument("--biblosan-block-length", type=int, metavar="R",
                            help="block length r >= 0; 0 = ceil((2T)^(1/3)) per batch (default)")
-
-    @classmethod
-    def build_model(cls, args, task):
-        biblosan_transformer(args)
-        cls.variant_layers(args)
-        cls.build_variant_attention(args)
-        return super().build_model(args, task)
 
     @classmethod
     def variant_layers(cls, args):
@@ -67,17 +56,17 @@ class BiBloSANTransformerModel(VariantTransformerModel):
 
 @register_model_architecture("biblosan_transformer", "biblosan_transformer")
 def biblosan_transformer(args):
-    biblosan_defaults(args)
+    BiBloSANTransformerModel.fill_defaults(args)
     base_architecture(args)
 
 
 @register_model_architecture("biblosan_transformer", "biblosan_transformer_iwslt_de_en")
 def biblosan_transformer_iwslt_de_en(args):
-    biblosan_defaults(args)
+    BiBloSANTransformerModel.fill_defaults(args)
     transformer_iwslt_de_en(args)
 
 
 @register_model_architecture("biblosan_transformer", "biblosan_transformer_wmt_en_de")
 def biblosan_transformer_wmt_en_de(args):
-    biblosan_defaults(args)
+    BiBloSANTransformerModel.fill_defaults(args)
     transformer_wmt_en_de(args)

@@ -20,12 +20,6 @@ from .variant_transformer import VariantTransformerModel, parse_layer_list
 DISAN_DEFAULTS = dict(disan_layers="all", disan_impl="blocked", disan_query_block=0)
 
 
-def disan_defaults(args):
-    for name, default in DISAN_DEFAULTS.items():
-        if getattr(args, name, None) is None:
-            setattr(args, name, default)
-
-
 def check_even_width(args, option_prefix):
     if args.encoder_embed_dim % 2:
         raise ValueError(
@@ -42,6 +36,8 @@ def build_disan_attention(embed_dim, cfg, implementation, query_block):
 class DiSANTransformerModel(VariantTransformerModel):
     """Transformer with directional multi-dimensional self-attention (DiSAN) in the encoder."""
 
+    variant_defaults = DISAN_DEFAULTS
+
     @staticmethod
     def add_args(parser):
         VariantTransformerModel.add_args(parser)
@@ -54,13 +50,6 @@ class DiSANTransformerModel(VariantTransformerModel):
         group.add_argument("--disan-query-block", type=int, metavar="N",
                            help="queries per block of the blocked form, >= 0; 0 = automatic "
                                 "(about 4M elements per block tensor; default)")
-
-    @classmethod
-    def build_model(cls, args, task):
-        disan_transformer(args)  # fill defaults (also for checkpoints of older versions)
-        cls.variant_layers(args)  # validate every option before anything is built
-        cls.build_variant_attention(args)
-        return super().build_model(args, task)
 
     @classmethod
     def variant_layers(cls, args):
@@ -80,17 +69,17 @@ class DiSANTransformerModel(VariantTransformerModel):
 
 @register_model_architecture("disan_transformer", "disan_transformer")
 def disan_transformer(args):
-    disan_defaults(args)
+    DiSANTransformerModel.fill_defaults(args)
     base_architecture(args)
 
 
 @register_model_architecture("disan_transformer", "disan_transformer_iwslt_de_en")
 def disan_transformer_iwslt_de_en(args):
-    disan_defaults(args)
+    DiSANTransformerModel.fill_defaults(args)
     transformer_iwslt_de_en(args)
 
 
 @register_model_architecture("disan_transformer", "disan_transformer_wmt_en_de")
 def disan_transformer_wmt_en_de(args):
-    disan_defaults(args)
+    DiSANTransformerModel.fill_defaults(args)
     transformer_wmt_en_de(args)

@@ -31,15 +31,8 @@ RESA_DEFAULTS = dict(
     resa_direction="none",
     resa_rss_hidden=0,
     resa_query_block=0,
+    resa_sample_at_inference=False,
 )
-
-
-def resa_defaults(args):
-    for name, default in RESA_DEFAULTS.items():
-        if getattr(args, name, None) is None:
-            setattr(args, name, default)
-    if getattr(args, "resa_sample_at_inference", None) is None:
-        args.resa_sample_at_inference = False
 
 
 def build_resa_attention(embed_dim, cfg, **options):
@@ -49,6 +42,8 @@ def build_resa_attention(embed_dim, cfg, **options):
 @register_model("resa_transformer")
 class ReSATransformerModel(VariantTransformerModel):
     """Transformer with reinforced self-attention (ReSA) in the encoder."""
+
+    variant_defaults = RESA_DEFAULTS
 
     @staticmethod
     def add_args(parser):
@@ -75,13 +70,6 @@ class ReSATransformerModel(VariantTransformerModel):
                            help="hidden width of each RSS, >= 0; 0 = embed dim (default)")
         group.add_argument("--resa-query-block", type=int, metavar="N",
                            help="queries per block of the attention, >= 0; 0 = automatic")
-
-    @classmethod
-    def build_model(cls, args, task):
-        resa_transformer(args)
-        cls.variant_layers(args)
-        cls.build_variant_attention(args)
-        return super().build_model(args, task)
 
     @classmethod
     def variant_layers(cls, args):
@@ -116,17 +104,17 @@ class ReSATransformerModel(VariantTransformerModel):
 
 @register_model_architecture("resa_transformer", "resa_transformer")
 def resa_transformer(args):
-    resa_defaults(args)
+    ReSATransformerModel.fill_defaults(args)
     base_architecture(args)
 
 
 @register_model_architecture("resa_transformer", "resa_transformer_iwslt_de_en")
 def resa_transformer_iwslt_de_en(args):
-    resa_defaults(args)
+    ReSATransformerModel.fill_defaults(args)
     transformer_iwslt_de_en(args)
 
 
 @register_model_architecture("resa_transformer", "resa_transformer_wmt_en_de")
 def resa_transformer_wmt_en_de(args):
-    resa_defaults(args)
+    ReSATransformerModel.fill_defaults(args)
     transformer_wmt_en_de(args)

@@ -11,7 +11,7 @@ Extension point: :func:`register_srl_encoder` adds an encoder choice from a
 ``VariantTransformerModel`` subclass (the same class a translation variant registers): its
 ``add_args`` options (those beyond fairseq's transformer options) are added to this model,
 ``variant_layers(args)`` / ``build_variant_attention(args)`` build the layers. E.g. a DiSAN
-module registers ``register_srl_encoder("disan", DiSANTransformerModel, disan_defaults)``.
+module registers ``register_srl_encoder("disan", DiSANTransformerModel, DiSANTransformerModel.fill_defaults)``.
 """
 
 import argparse
@@ -24,7 +24,7 @@ from fairseq.models import FairseqEncoderModel, register_model, register_model_a
 from fairseq.models.transformer.transformer_legacy import TransformerModel, base_architecture
 from fairseq.models.transformer import Embedding
 
-from .ssan_transformer import SSANTransformerModel, ssan_defaults
+from .ssan_transformer import SSANTransformerModel
 from .variant_transformer import VariantTransformerEncoder
 
 
@@ -48,7 +48,7 @@ def register_srl_encoder(name: str, model_cls: Optional[type] = None,
 
 
 register_srl_encoder("san")
-register_srl_encoder("ssan", SSANTransformerModel, ssan_defaults)
+register_srl_encoder("ssan", SSANTransformerModel, SSANTransformerModel.fill_defaults)
 
 
 class _NewOptionsOnly:

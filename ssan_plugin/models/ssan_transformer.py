@@ -24,12 +24,6 @@ SSAN_DEFAULTS = dict(
 )
 
 
-def ssan_defaults(args):
-    for name, default in SSAN_DEFAULTS.items():
-        if getattr(args, name, None) is None:
-            setattr(args, name, default)
-
-
 def build_selective_attention(embed_dim, cfg, tau, selection, scale_policy_logits):
     return SelectiveMultiheadAttention(
         embed_dim,
@@ -47,6 +41,8 @@ def build_selective_attention(embed_dim, cfg, tau, selection, scale_policy_logit
 class SSANTransformerModel(VariantTransformerModel):
     """Transformer with selective self-attention in the encoder (SSAN)."""
 
+    variant_defaults = SSAN_DEFAULTS
+
     @staticmethod
     def add_args(parser):
         VariantTransformerModel.add_args(parser)
@@ -61,13 +57,6 @@ class SSANTransformerModel(VariantTransformerModel):
         group.add_argument("--ssan-scale-policy-logits", action="store_true",
                            help="divide the policy logits Q_p K_p^T by sqrt(head dim) "
                                 "(the reference does not)")
-
-    @classmethod
-    def build_model(cls, args, task):
-        ssan_transformer(args)  # fill defaults (also for checkpoints of older versions)
-        cls.variant_layers(args)  # validate every option before anything is built
-        cls.build_variant_attention(args)
-        return super().build_model(args, task)
 
     @classmethod
     def variant_layers(cls, args):
@@ -89,23 +78,23 @@ class SSANTransformerModel(VariantTransformerModel):
 
 @register_model_architecture("ssan_transformer", "ssan_transformer")
 def ssan_transformer(args):
-    ssan_defaults(args)
+    SSANTransformerModel.fill_defaults(args)
     base_architecture(args)
 
 
 @register_model_architecture("ssan_transformer", "ssan_transformer_iwslt_de_en")
 def ssan_transformer_iwslt_de_en(args):
-    ssan_defaults(args)
+    SSANTransformerModel.fill_defaults(args)
     transformer_iwslt_de_en(args)
 
 
 @register_model_architecture("ssan_transformer", "ssan_transformer_wmt_en_de")
 def ssan_transformer_wmt_en_de(args):
-    ssan_defaults(args)
+    SSANTransformerModel.fill_defaults(args)
     transformer_wmt_en_de(args)
 
 
 @register_model_architecture("ssan_transformer", "ssan_transformer_vaswani_wmt_en_de_big")
 def ssan_transformer_vaswani_wmt_en_de_big(args):
-    ssan_defaults(args)
+    SSANTransformerModel.fill_defaults(args)
     transformer_vaswani_wmt_en_de_big(args)

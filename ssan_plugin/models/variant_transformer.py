@@ -8,7 +8,7 @@ forward adds ``extra["selection_stats"]``: one dict per variant layer that repor
 """
 
 from abc import ABCMeta, abstractmethod
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from fairseq.models.transformer import TransformerConfig
 from fairseq.models.transformer.transformer_encoder import TransformerEncoder
@@ -59,16 +59,35 @@ class VariantTransformerEncoder(TransformerEncoder):
 
     def forward(self, src_tokens, src_lengths=None, return_all_hiddens=False, token_embeddings=None):
         out = super().forward(src_tokens, src_lengths, return_all_hiddens, token_embeddings)
-        out["selection_stats"] = [
-            dict(layer.self_attn.selection_stats, layer=index)
-            for index, layer in enumerate(self.layers)
-            if getattr(layer.self_attn, "selection_stats", None) is not None
-        ]
+        stats = []
+        for index, layer in enumerate(self.layers):
+            layer_stats = getattr(layer.self_attn, "selection_stats", None)
+            if layer_stats is not None:
+                stats.append(dict(layer_stats, layer=index))
+                layer.self_attn.selection_stats = None  # the output owns them (and their graph)
+        out["selection_stats"] = stats
         return out
 
 
 class VariantTransformerModel(TransformerModel, metaclass=ABCMeta):
-    """Subclasses implement ``variant_layers(args)`` and ``build_variant_attention(args)``."""
+    """Subclasses set ``variant_defaults`` and implement ``variant_layers(args)`` and
+    ``build_variant_attention(args)`` (both validate their options and raise ValueError)."""
+
+    #: option name -> default; filled in where args lack them (also args of older checkpoints)
+    variant_defaults: Dict[str, object] = {}
+
+    @classmethod
+    def fill_defaults(cls, args) -> None:
+        for name, default in cls.variant_defaults.items():
+            if getattr(args, name, None) is None:
+                setattr(args, name, default)
+
+    @classmethod
+    def build_model(cls, args, task):
+        cls.fill_defaults(args)
+        cls.variant_layers(args)  # validate every option before anything is built
+        cls.build_variant_attention(args)
+        return super().build_model(args, task)
 
     @classmethod
     @abstractmethod

@@ -12,6 +12,17 @@ from typing import Callable
 import torch.nn as nn
 from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
 
+def check_encoder_self_attention_call(module, query, key, value, incremental_state, static_kv,
+                                      before_softmax) -> None:
+    """Refuse what fairseq's MultiheadAttention accepts but an encoder sublayer cannot do."""
+    name = type(module).__name__
+    if incremental_state is not None or static_kv or before_softmax:
+        raise ValueError(f"{name} is encoder self-attention only")
+    for other in (key, value):
+        if other is not None and other is not query:
+            raise ValueError(f"{name} requires key is value is query")
+
+
 # build_attention(embed_dim, cfg) -> attention module; cfg is fairseq's TransformerConfig.
 AttentionBuilder = Callable[[int, object], nn.Module]
 

@@ -15,12 +15,53 @@ import torch.nn.functional as F
 from fairseq.modules import MultiheadAttention
 from torch import Tensor
 
+from .encoder_layer import check_encoder_self_attention_call
+
 logger = logging.getLogger(__name__)
 
 # Straight-through gradients reach the selection of a *discarded* key through exp(E_ij - m),
 # m the row maximum over selected keys. When E_ij exceeds m by a lot, that linearisation is
 # astronomically large (and overflows); its exponent is capped here. Values never depend on it.
 STRAIGHT_THROUGH_EXP_CAP = 10.0
+
+
+class _SelectiveSoftmax(torch.autograd.Function):
+    """Forward and analytic backward of selective_softmax (float32 in, float32 out).
+
+    Saves only the output and the shifted exponentials, and runs a handful of fused passes
+    over the (B, h, T, S) tensors instead of autograd's chain of a dozen.
+    With out = A u / Z (u = exp(E - m), Z = sum_j A_j u_j, m detached) and s = sum_j out_j g_j:
+        dL/dE_ij = out_ij (g_ij - s_i),    dL/dA_ij = u_ij / Z_i (g_ij - s_i).
+    """
+
+    @staticmethod
+    def forward(ctx, logits: Tensor, select: Tensor, pad: Optional[Tensor]):
+        chosen = select > 0
+        if pad is not None:
+            chosen &= ~pad
+        row_max = logits.masked_fill(~chosen, float("-inf")).amax(-1, keepdim=True)
+        empty = row_max == float("-inf")
+        if bool(empty.any()):
+            finite = logits.masked_fill(~torch.isfinite(logits), float("-inf"))
+            row_max_all = finite.amax(-1, keepdim=True).nan_to_num(0.0, 0.0, 0.0)
+            row_max = torch.where(empty, row_max_all, row_max)
+        unnorm = (logits - row_max).clamp_(max=STRAIGHT_THROUGH_EXP_CAP).exp_()
+        if pad is not None:
+            unnorm.masked_fill_(pad, 0.0)
+        out = select * unnorm
+        denom = out.sum(-1, keepdim=True)
+        denom.masked_fill_(denom == 0, 1.0)
+        out.div_(denom)
+        ctx.save_for_backward(out, unnorm, denom)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out: Tensor):
+        out, unnorm, denom = ctx.saved_tensors
+        centred = grad_out - (out * grad_out).sum(-1, keepdim=True)
+        grad_logits = out * centred if ctx.needs_input_grad[0] else None
+        grad_select = unnorm / denom * centred if ctx.needs_input_grad[1] else None
+        return grad_logits, grad_select, None
 
 
 def selective_softmax(
@@ -43,39 +84,34 @@ def selective_softmax(
         taken as 1 (with the shift at the row maximum over all keys), which keeps the
         straight-through gradient of its selection bounded.
     """
-    logits = logits.float()
-    select = select.float()
-    chosen = (select > 0) & (logits > float("-inf"))
+    pad = None
     if key_padding_mask is not None:
         pad = key_padding_mask.view(key_padding_mask.size(0), 1, 1, -1).to(torch.bool)
-        chosen = chosen & ~pad
-    with torch.no_grad():
-        row_max_chosen = logits.masked_fill(~chosen, float("-inf")).amax(-1, keepdim=True)
-        empty = row_max_chosen == float("-inf")
-        if bool(empty.any()):
-            finite = logits.masked_fill(~torch.isfinite(logits), float("-inf"))
-            row_max_all = finite.amax(-1, keepdim=True).nan_to_num(0.0, 0.0, 0.0)
-            row_max_chosen = torch.where(empty, row_max_all, row_max_chosen)
-    unnorm = (logits - row_max_chosen).clamp(max=STRAIGHT_THROUGH_EXP_CAP).exp()
-    if key_padding_mask is not None:
-        unnorm = unnorm.masked_fill(pad, 0.0)
-    weights = select * unnorm
-    denom = weights.sum(-1, keepdim=True)
-    denom = torch.where(denom > 0, denom, torch.ones_like(denom))
-    return weights / denom
+    return _SelectiveSoftmax.apply(logits.float(), select.float(), pad)
 
 
 def logistic_noise_like(x: Tensor) -> Tensor:
-    """G' - G'' for two iid Gumbel(0, 1) draws, i.e. Logistic(0, 1) noise: log U - log(1 - U)."""
+    """G' - G'' for two iid Gumbel(0, 1) draws, i.e. Logistic(0, 1) noise: logit(U)."""
     tiny = torch.finfo(torch.float32).tiny
     u = torch.rand(x.shape, dtype=torch.float32, device=x.device).clamp_(tiny, 1.0 - 1e-7)
-    return torch.log(u) - torch.log1p(-u)
+    return torch.logit(u)
 
 
 def binary_entropy_from_logits(logits: Tensor) -> Tensor:
-    """H(sigmoid(x)) = p * softplus(-x) + (1 - p) * softplus(x), stable for any x."""
-    p = torch.sigmoid(logits)
-    return p * F.softplus(-logits) + (1.0 - p) * F.softplus(logits)
+    """H(sigmoid(x)) = p softplus(-x) + (1 - p) softplus(x) = softplus(x) - x sigmoid(x)."""
+    return F.softplus(logits) - logits * torch.sigmoid(logits)
+
+
+class _StraightThrough(torch.autograd.Function):
+    """1[y > 0.5] in the forward pass (exactly 0/1), the identity in the backward pass."""
+
+    @staticmethod
+    def forward(ctx, y: Tensor):
+        return (y > 0.5).to(y.dtype)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        return grad
 
 
 def sample_selection(policy_logits: Tensor, tau: float, mode: str, training: bool) -> Tensor:
@@ -91,8 +127,7 @@ def sample_selection(policy_logits: Tensor, tau: float, mode: str, training: boo
     if not training:
         return (policy_logits > 0).to(policy_logits.dtype)
     y = torch.sigmoid((policy_logits + logistic_noise_like(policy_logits)) / tau)
-    hard = (y > 0.5).to(y.dtype)
-    return hard + (y - y.detach())  # value exactly `hard`, gradient of y
+    return _StraightThrough.apply(y)
 
 
 class SelectiveMultiheadAttention(MultiheadAttention):
@@ -166,11 +201,9 @@ class SelectiveMultiheadAttention(MultiheadAttention):
         ``weights`` is None unless ``need_weights``: then (B, T, S) averaged over heads, or
         (h, B, T, S) with ``need_head_weights``.
         """
-        if incremental_state is not None or static_kv or before_softmax:
-            raise ValueError("SelectiveMultiheadAttention is encoder self-attention only")
-        for other in (key, value):
-            if other is not None and other is not query:
-                raise ValueError("SelectiveMultiheadAttention requires key is value is query")
+        check_encoder_self_attention_call(
+            self, query, key, value, incremental_state, static_kv, before_softmax
+        )
         tgt_len, bsz, embed_dim = query.shape
         h, d = self.num_heads, self.head_dim
 

@@ -14,6 +14,8 @@ from typing import Dict, Optional
 import torch.nn as nn
 from torch import Tensor
 
+from .encoder_layer import check_encoder_self_attention_call
+
 
 class VariantSelfAttention(nn.Module, metaclass=abc.ABCMeta):
     def __init__(self, embed_dim: int):
@@ -40,12 +42,10 @@ class VariantSelfAttention(nn.Module, metaclass=abc.ABCMeta):
         before_softmax: bool = False,
         need_head_weights: bool = False,
     ):
+        check_encoder_self_attention_call(
+            self, query, key, value, incremental_state, static_kv, before_softmax
+        )
         name = type(self).__name__
-        if incremental_state is not None or static_kv or before_softmax:
-            raise ValueError(f"{name} is encoder self-attention only")
-        for other in (key, value):
-            if other is not None and other is not query:
-                raise ValueError(f"{name} requires key is value is query")
         if attn_mask is not None:
             raise ValueError(f"{name} does not take an additive attn_mask (its masks are built in)")
         if query.size(-1) != self.embed_dim:

@@ -17,7 +17,7 @@ OUT ?= runs/demo
 
 install: $(STAMP)
 
-# Order (DESIGN.md section 6): CPU torch from the local build, build deps, fairseq without
+# Order (docs/design.md, the stack's traps): CPU torch from the local build, build deps, fairseq without
 # build isolation (otherwise pip pulls a CUDA torch into the build env), then the rest.
 $(STAMP): requirements.txt setup.py Makefile
 	command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON)"; exit 1; }

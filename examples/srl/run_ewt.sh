@@ -14,8 +14,7 @@ BIN=${BIN:-data-bin/srl_ewt}
 SEEDS=${SEEDS:-1}
 UPDATES=${UPDATES:-2000}
 PARALLEL=${PARALLEL:-2}
-COMMON="--user-dir ssan_plugin --task srl --arch srl_tagger --cpu
-  --encoder-embed-dim 128 --encoder-ffn-embed-dim 512 --encoder-layers 3 --encoder-attention-heads 4
+COMMON="--user-dir ssan_plugin --task srl --arch srl_tagger_small --cpu
   --dropout 0.1 --criterion srl_cross_entropy --report-accuracy
   --optimizer adam --adam-betas (0.9,0.98) --lr 1e-3 --lr-scheduler inverse_sqrt --warmup-updates 400
   --max-tokens 4096 --best-checkpoint-metric accuracy --maximize-best-checkpoint-metric

@@ -16,9 +16,7 @@ BIN=${BIN:-data-bin/multi30k_en_de}
 SEEDS=${SEEDS:-1 2}
 UPDATES=${UPDATES:-1500}
 PARALLEL=${PARALLEL:-2}
-MODEL="--encoder-layers 3 --decoder-layers 3 --encoder-embed-dim 128 --decoder-embed-dim 128
-  --encoder-ffn-embed-dim 512 --decoder-ffn-embed-dim 512 --encoder-attention-heads 4
-  --decoder-attention-heads 4 --share-all-embeddings --dropout 0.2"
+MODEL="--share-all-embeddings --dropout 0.2"  # size: the *_small architectures
 OPTIM="--optimizer adam --adam-betas (0.9,0.98) --lr 0.002 --lr-scheduler inverse_sqrt
   --warmup-updates 400 --clip-norm 1.0 --label-smoothing 0.1 --max-tokens 4096"
 
@@ -37,8 +35,8 @@ train() {  # NAME SEED ARCH CRITERION
 
 jobs=()
 for seed in $SEEDS; do
-  jobs+=("baseline $seed transformer label_smoothed_cross_entropy")
-  jobs+=("ssan $seed ssan_transformer selective_label_smoothed_cross_entropy")
+  jobs+=("baseline $seed transformer_small label_smoothed_cross_entropy")
+  jobs+=("ssan $seed ssan_transformer_small selective_label_smoothed_cross_entropy")
 done
 running=0
 for job in "${jobs[@]}"; do

@@ -1,5 +1,3 @@
-from . import ssan_transformer  # noqa: F401
-from . import disan_transformer  # noqa: F401
-from . import biblosan_transformer  # noqa: F401
-from . import resa_transformer  # noqa: F401
+from . import architectures  # noqa: F401  (transformer_small, the shared shape table)
+from . import variants  # noqa: F401  (ssan, disan, biblosan and resa transformers)
 from . import srl_tagger  # noqa: F401

@@ -1,85 +1,49 @@
 """``disan_transformer``: fairseq's Transformer whose encoder self-attention is DiSA.
 
-Each selected encoder layer's self-attention sublayer is [DiSA_fw; DiSA_bw] (C/2 each, see
+Each variant layer's self-attention sublayer is [DiSA_fw; DiSA_bw] (C/2 each, see
 modules.disan) followed by an output projection C -> C; residual, layer norm and FFN are
-fairseq's. Options are prefixed ``--disan-``. Architectures mirror fairseq's shapes.
+fairseq's. Options (``--disan-``) are declared once in :class:`DiSANOptions`.
 """
 
-from functools import partial
+from dataclasses import dataclass, field
 
-from fairseq.models import register_model, register_model_architecture
-from fairseq.models.transformer.transformer_legacy import (
-    base_architecture,
-    transformer_iwslt_de_en,
-    transformer_wmt_en_de,
-)
+from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+from fairseq.models import register_model
 
 from ..modules.disan import DiSANAttention
-from .variant_transformer import VariantTransformerModel, parse_layer_list
-
-DISAN_DEFAULTS = dict(disan_layers="all", disan_impl="blocked", disan_query_block=0)
-
-
-def check_even_width(args, option_prefix):
-    if args.encoder_embed_dim % 2:
-        raise ValueError(
-            f"{option_prefix}: --encoder-embed-dim must be even (two directions of C/2), "
-            f"got {args.encoder_embed_dim}"
-        )
+from .architectures import FAIRSEQ_SHAPES
+from .variant_transformer import VariantTransformerModel, register_variant_architectures
 
 
-def build_disan_attention(embed_dim, cfg, implementation, query_block):
-    return DiSANAttention(embed_dim, implementation=implementation, query_block=query_block)
+@dataclass
+class DiSANOptions(FairseqDataclass):
+    disan_layers: str = field(
+        default="all", metadata={"help": "encoder layers (0-based) using DiSA: all or I,J,..."}
+    )
+    disan_impl: ChoiceEnum(["blocked", "naive"]) = field(
+        default="blocked",
+        metadata={"help": "blocked: query blocks recomputed in backward, never the whole "
+                          "B x T x T x C tensor; naive: the reference form"},
+    )
+    disan_query_block: int = field(
+        default=0,
+        metadata={"help": "queries per block of the blocked form, >= 0; 0 = automatic (about "
+                          "4M elements per block tensor)"},
+    )
 
 
 @register_model("disan_transformer")
 class DiSANTransformerModel(VariantTransformerModel):
     """Transformer with directional multi-dimensional self-attention (DiSAN) in the encoder."""
 
-    variant_defaults = DISAN_DEFAULTS
-
-    @staticmethod
-    def add_args(parser):
-        VariantTransformerModel.add_args(parser)
-        group = parser.add_argument_group("directional self-attention (DiSAN)")
-        group.add_argument("--disan-layers", type=str, metavar="all|I,J,...",
-                           help="encoder layers (0-based) using DiSA; default: all")
-        group.add_argument("--disan-impl", choices=["blocked", "naive"],
-                           help="blocked: query blocks recomputed in backward, never the whole "
-                                "B x T x T x C tensor (default); naive: reference form")
-        group.add_argument("--disan-query-block", type=int, metavar="N",
-                           help="queries per block of the blocked form, >= 0; 0 = automatic "
-                                "(about 4M elements per block tensor; default)")
+    options = DiSANOptions
+    layers_option = "disan_layers"
 
     @classmethod
-    def variant_layers(cls, args):
-        return parse_layer_list(args.disan_layers, args.encoder_layers, "--disan-layers")
-
-    @classmethod
-    def build_variant_attention(cls, args):
-        if args.disan_impl not in ("blocked", "naive"):
-            raise ValueError(f"--disan-impl must be 'blocked' or 'naive', got {args.disan_impl!r}")
-        if args.disan_query_block < 0:
-            raise ValueError(f"--disan-query-block must be >= 0 (0 = automatic), got {args.disan_query_block}")
-        check_even_width(args, "disan_transformer")
-        return partial(
-            build_disan_attention, implementation=args.disan_impl, query_block=args.disan_query_block
+    def build_variant_attention(cls, args, embed_dim, cfg):
+        return DiSANAttention(
+            embed_dim, implementation=args.disan_impl, query_block=args.disan_query_block
         )
 
 
-@register_model_architecture("disan_transformer", "disan_transformer")
-def disan_transformer(args):
-    DiSANTransformerModel.fill_defaults(args)
-    base_architecture(args)
-
-
-@register_model_architecture("disan_transformer", "disan_transformer_iwslt_de_en")
-def disan_transformer_iwslt_de_en(args):
-    DiSANTransformerModel.fill_defaults(args)
-    transformer_iwslt_de_en(args)
-
-
-@register_model_architecture("disan_transformer", "disan_transformer_wmt_en_de")
-def disan_transformer_wmt_en_de(args):
-    DiSANTransformerModel.fill_defaults(args)
-    transformer_wmt_en_de(args)
+register_variant_architectures("disan_transformer", DiSANTransformerModel, FAIRSEQ_SHAPES)

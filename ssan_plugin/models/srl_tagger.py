@@ -7,70 +7,19 @@ linear classifier over the label dictionary. Output: ``(logits (B, T, L), extra)
 ``extra["selection_stats"]`` as in the translation models (empty for plain attention), so the
 SSAN criterion code applies unchanged.
 
-Extension point: :func:`register_srl_encoder` adds an encoder choice from a
-``VariantTransformerModel`` subclass (the same class a translation variant registers): its
-``add_args`` options (those beyond fairseq's transformer options) are added to this model,
-``variant_layers(args)`` / ``build_variant_attention(args)`` build the layers. E.g. a DiSAN
-module registers ``register_srl_encoder("disan", DiSANTransformerModel, DiSANTransformerModel.fill_defaults)``.
+The encoder choices are the registry models.variants.ENCODER_VARIANTS: each variant's own
+options (its options dataclass) are added to this model's, and its layer list and attention
+builder make the encoder layers.
 """
-
-import argparse
-from dataclasses import dataclass
-from typing import Callable, Dict, Optional
 
 import torch.nn as nn
 import torch.nn.functional as F
 from fairseq.models import FairseqEncoderModel, register_model, register_model_architecture
-from fairseq.models.transformer.transformer_legacy import TransformerModel, base_architecture
 from fairseq.models.transformer import Embedding
+from fairseq.models.transformer.transformer_legacy import TransformerModel, base_architecture
 
-from .ssan_transformer import SSANTransformerModel
 from .variant_transformer import VariantTransformerEncoder
-
-
-@dataclass(frozen=True)
-class SRLEncoderChoice:
-    """model_cls: None (fairseq's own self-attention) or a VariantTransformerModel subclass;
-    fill_defaults(args): sets the defaults of its options."""
-
-    model_cls: Optional[type] = None
-    fill_defaults: Callable[[argparse.Namespace], None] = lambda args: None
-
-
-SRL_ENCODERS: Dict[str, SRLEncoderChoice] = {}
-
-
-def register_srl_encoder(name: str, model_cls: Optional[type] = None,
-                         fill_defaults: Callable[[argparse.Namespace], None] = lambda args: None):
-    if name in SRL_ENCODERS:
-        raise ValueError(f"SRL encoder {name!r} is already registered")
-    SRL_ENCODERS[name] = SRLEncoderChoice(model_cls, fill_defaults)
-
-
-register_srl_encoder("san")
-register_srl_encoder("ssan", SSANTransformerModel, SSANTransformerModel.fill_defaults)
-
-
-class _NewOptionsOnly:
-    """Parser proxy: ``add_argument`` of an option the parser already has is skipped, so that a
-    variant's ``add_args`` (fairseq's transformer options + its own) adds only its own."""
-
-    def __init__(self, target):
-        self._target = target
-
-    def add_argument(self, *args, **kwargs):
-        try:
-            return self._target.add_argument(*args, **kwargs)
-        except argparse.ArgumentError as err:
-            if "conflicting option string" not in str(err):
-                raise
-            return None
-
-    def add_argument_group(self, *args, **kwargs):
-        return _NewOptionsOnly(self._target.add_argument_group(*args, **kwargs))
-
-    def __getattr__(self, name):
-        return getattr(self._target, name)
+from .variants import ENCODER_VARIANTS
 
 
 class SRLEncoder(VariantTransformerEncoder):
@@ -99,29 +48,22 @@ class SRLTaggerModel(FairseqEncoderModel):
     @staticmethod
     def add_args(parser):
         TransformerModel.add_args(parser)  # encoder shape, dropout, positions (decoder unused)
-        extra = _NewOptionsOnly(parser)
-        for choice in SRL_ENCODERS.values():
-            if choice.model_cls is not None:
-                choice.model_cls.add_args(extra)
-        parser.add_argument("--srl-encoder", choices=sorted(SRL_ENCODERS),
+        for variant in ENCODER_VARIANTS.values():
+            if variant is not None:
+                variant.add_variant_args(parser)
+        parser.add_argument("--srl-encoder", choices=sorted(ENCODER_VARIANTS),
                             help="self-attention of the encoder layers: san = fairseq's own, "
-                                 "ssan = selective (SSAN); default san")
+                                 "or an encoder variant; default san")
 
     @classmethod
     def build_model(cls, args, task):
-        srl_tagger(args)
-        choice = SRL_ENCODERS.get(args.srl_encoder)
-        if choice is None:
-            raise ValueError(f"--srl-encoder {args.srl_encoder!r}: choose from {sorted(SRL_ENCODERS)}")
-        choice.fill_defaults(args)
-        if choice.model_cls is None:
-            layers, build_attention = [], None
-        else:
-            layers = choice.model_cls.variant_layers(args)
-            build_attention = choice.model_cls.build_variant_attention(args)
         words = task.source_dictionary
         embed_tokens = Embedding(len(words), args.encoder_embed_dim, words.pad())
-        encoder = SRLEncoder(args, words, embed_tokens, layers, build_attention)
+        variant = ENCODER_VARIANTS[args.srl_encoder]
+        if variant is None:
+            encoder = SRLEncoder(args, words, embed_tokens, [], None)
+        else:
+            encoder = variant.build_variant_encoder(args, words, embed_tokens, SRLEncoder)
         classifier = nn.Linear(args.encoder_embed_dim, len(task.target_dictionary))
         return cls(encoder, classifier)
 
@@ -145,8 +87,13 @@ class SRLTaggerModel(FairseqEncoderModel):
 
 @register_model_architecture("srl_tagger", "srl_tagger")
 def srl_tagger(args):
-    """A small encoder: 4 layers, 256 dims, 4 heads, pre-norm, learned positions."""
+    """4 layers, 256 dims, 4 heads, pre-norm, learned positions; the chosen variant's defaults."""
     args.srl_encoder = getattr(args, "srl_encoder", None) or "san"
+    if args.srl_encoder not in ENCODER_VARIANTS:
+        raise ValueError(f"--srl-encoder {args.srl_encoder!r}: choose from {sorted(ENCODER_VARIANTS)}")
+    for variant in ENCODER_VARIANTS.values():
+        if variant is not None:
+            variant.fill_defaults(args)
     args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 256)
     args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 1024)
     args.encoder_layers = getattr(args, "encoder_layers", 4)
@@ -157,3 +104,12 @@ def srl_tagger(args):
     args.dropout = getattr(args, "dropout", 0.1)
     args.attention_dropout = getattr(args, "attention_dropout", 0.1)
     base_architecture(args)
+
+
+@register_model_architecture("srl_tagger", "srl_tagger_small")
+def srl_tagger_small(args):
+    """The EWT recipe's size: 3 layers, 128 dims, FFN 512, 4 heads."""
+    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 128)
+    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 512)
+    args.encoder_layers = getattr(args, "encoder_layers", 3)
+    srl_tagger(args)

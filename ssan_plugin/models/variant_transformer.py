@@ -1,20 +1,40 @@
-"""Base classes shared by every encoder variant (SSAN, DiSAN, Bi-BloSAN, ReSA).
+"""What every encoder variant shares (SSAN, DiSAN, Bi-BloSAN, ReSA).
 
-A variant model is fairseq's legacy ``TransformerModel`` whose encoder layers listed by
-``variant_layers(args)`` get another self-attention sublayer (``build_variant_attention``);
-everything else (decoder, embeddings, shapes, the other layers) is fairseq's. The model's
-forward adds ``extra["selection_stats"]``: one dict per variant layer that reports statistics
-(its attention module's ``selection_stats``, plus ``layer``: the 0-based encoder layer index).
+A variant model is fairseq's legacy ``TransformerModel`` whose encoder layers listed in one
+option (``--ssan-layers`` etc.) get another self-attention sublayer; everything else (decoder,
+embeddings, shapes, the other layers) is fairseq's. A variant declares, once:
+
+- ``options``: a dataclass of its own options (names prefixed, e.g. ``ssan_tau``; defaults and
+  help live there only; ``add_args`` and the architecture functions are generated from it);
+- ``layers_option``: the field that lists the variant layers (``"all"`` or ``I,J,...``);
+- ``build_variant_attention(args, embed_dim, cfg)``: the attention module of one variant layer
+  (the module validates its own arguments).
+
+:func:`register_variant_architectures` registers the variant's architectures from one table of
+fairseq shapes. The encoder returns, in ``encoder_out["selection_stats"]``, the list of
+:class:`~ssan_plugin.modules.selection.SelectionStats` records of its selective layers (layer
+order); the model copies the list into ``extra["selection_stats"]`` for the criterion.
 """
 
+import dataclasses
 from abc import ABCMeta, abstractmethod
-from typing import Dict, List, Optional
+from typing import Callable, ClassVar, Dict, List, Optional
 
+import torch.nn as nn
+from fairseq.dataclass.utils import gen_parser_from_dataclass
+from fairseq.distributed import fsdp_wrap
+from fairseq.models import register_model_architecture
 from fairseq.models.transformer import TransformerConfig
-from fairseq.models.transformer.transformer_encoder import TransformerEncoder
+from fairseq.models.transformer.transformer_encoder import TransformerEncoderBase
 from fairseq.models.transformer.transformer_legacy import TransformerModel
+from fairseq.modules.checkpoint_activations import checkpoint_wrapper
+from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
 
 from ..modules import AttentionVariantEncoderLayer
+from ..modules.selection import SelectionReporter, SelectionStats
+
+# build_attention(layer_index, embed_dim, cfg) -> the self-attention module of that layer
+LayerAttentionBuilder = Callable[[int, int, TransformerConfig], nn.Module]
 
 
 def parse_layer_list(spec, num_layers: int, option: str) -> List[int]:
@@ -36,74 +56,113 @@ def parse_layer_list(spec, num_layers: int, option: str) -> List[int]:
     return layers
 
 
-class VariantTransformerEncoder(TransformerEncoder):
-    """TransformerEncoder whose layers in ``variant_layers`` use ``build_attention``.
+def wrap_encoder_layer(layer: nn.Module, cfg: TransformerConfig) -> nn.Module:
+    """fairseq's own wrapping of an encoder layer (TransformerEncoderBase.build_encoder_layer):
+    activation checkpointing with ``--checkpoint-activations``, then FSDP where it is active."""
+    checkpoint = cfg.checkpoint_activations
+    if checkpoint:
+        layer = checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations)
+    # as fairseq: a checkpointed layer is always its own FSDP unit, whatever its size
+    return fsdp_wrap(layer, min_num_params=cfg.min_params_to_wrap if not checkpoint else 0)
 
-    Args: args (namespace), dictionary, embed_tokens as fairseq's; variant_layers: 0-based
-    indices; build_attention(embed_dim, cfg) -> attention module (see modules.encoder_layer).
+
+class VariantTransformerEncoder(TransformerEncoderBase):
+    """fairseq's Transformer encoder whose layers in ``variant_layers`` use ``build_attention``.
+
+    Args: args (namespace), dictionary, embed_tokens as fairseq's legacy encoder;
+    variant_layers: 0-based indices; build_attention: see ``LayerAttentionBuilder``.
     """
 
-    def __init__(self, args, dictionary, embed_tokens, variant_layers, build_attention):
+    def __init__(self, args, dictionary, embed_tokens, variant_layers: List[int],
+                 build_attention: Optional[LayerAttentionBuilder], return_fc: bool = False):
+        self.args = args
         self.variant_layers = list(variant_layers)
         self.build_attention = build_attention
-        self._layers_built = 0  # build_encoder_layer is called once per layer, in order
-        super().__init__(args, dictionary, embed_tokens)
-
-    def build_encoder_layer(self, args):
-        index = self._layers_built
-        self._layers_built += 1
-        if index not in self.variant_layers:
-            return super().build_encoder_layer(args)
         cfg = TransformerConfig.from_namespace(args)
-        return AttentionVariantEncoderLayer(cfg, self.build_attention, return_fc=self.return_fc)
+        num_layers = cfg.encoder.layers
+        cfg.encoder.layers = 0  # the base builds no layer: they are built below, each by index
+        super().__init__(cfg, dictionary, embed_tokens, return_fc=return_fc)
+        cfg.encoder.layers = num_layers
+        self.layers.extend(self.build_encoder_layer(cfg, index) for index in range(num_layers))
+        self.num_layers = len(self.layers)
+
+    def build_encoder_layer(self, cfg: TransformerConfig, layer_index: int) -> nn.Module:
+        if layer_index in self.variant_layers:
+            build = self.build_attention
+            layer = AttentionVariantEncoderLayer(
+                cfg, lambda embed_dim, cfg: build(layer_index, embed_dim, cfg),
+                return_fc=self.return_fc,
+            )
+        else:
+            layer = TransformerEncoderLayerBase(cfg, return_fc=self.return_fc)
+        return wrap_encoder_layer(layer, cfg)
 
     def forward(self, src_tokens, src_lengths=None, return_all_hiddens=False, token_embeddings=None):
         out = super().forward(src_tokens, src_lengths, return_all_hiddens, token_embeddings)
-        stats = []
-        for index, layer in enumerate(self.layers):
-            layer_stats = getattr(layer.self_attn, "selection_stats", None)
-            if layer_stats is not None:
-                stats.append(dict(layer_stats, layer=index))
-                layer.self_attn.selection_stats = None  # the output owns them (and their graph)
-        out["selection_stats"] = stats
+        out["selection_stats"] = self.take_selection_stats()
         return out
+
+    def take_selection_stats(self) -> List[SelectionStats]:
+        """The records of this forward's selective layers, in layer order (a layer skipped by
+        layerdrop has none). Indexing, not iterating: LayerDropModuleList's iterator drops."""
+        records = []
+        for index in self.variant_layers:
+            attention = self.layers[index].self_attn
+            if isinstance(attention, SelectionReporter):
+                record = attention.pop_selection()
+                if record is not None:
+                    record.layer = index
+                    records.append(record)
+        return records
 
 
 class VariantTransformerModel(TransformerModel, metaclass=ABCMeta):
-    """Subclasses set ``variant_defaults`` and implement ``variant_layers(args)`` and
-    ``build_variant_attention(args)`` (both validate their options and raise ValueError)."""
+    """Subclasses set ``options`` and ``layers_option`` and implement
+    ``build_variant_attention``; see the module docstring."""
 
-    #: option name -> default; filled in where args lack them (also args of older checkpoints)
-    variant_defaults: Dict[str, object] = {}
+    options: ClassVar[type]
+    layers_option: ClassVar[str]
+
+    @classmethod
+    def add_args(cls, parser):
+        super().add_args(parser)
+        cls.add_variant_args(parser)
+
+    @classmethod
+    def add_variant_args(cls, parser) -> None:
+        """Only the variant's own options (also used by encoder-only models such as SRL)."""
+        gen_parser_from_dataclass(parser, cls.options())
 
     @classmethod
     def fill_defaults(cls, args) -> None:
-        for name, default in cls.variant_defaults.items():
-            if getattr(args, name, None) is None:
-                setattr(args, name, default)
+        """Set every missing option of the variant (also in args of older checkpoints)."""
+        for field in dataclasses.fields(cls.options):
+            if getattr(args, field.name, None) is None:
+                setattr(args, field.name, field.default)
 
     @classmethod
-    def build_model(cls, args, task):
-        cls.fill_defaults(args)
-        cls.variant_layers(args)  # validate every option before anything is built
-        cls.build_variant_attention(args)
-        return super().build_model(args, task)
-
-    @classmethod
-    @abstractmethod
     def variant_layers(cls, args) -> List[int]:
-        """0-based encoder layers that get the variant attention (validated)."""
+        option = "--" + cls.layers_option.replace("_", "-")
+        return parse_layer_list(getattr(args, cls.layers_option), args.encoder_layers, option)
 
     @classmethod
     @abstractmethod
-    def build_variant_attention(cls, args):
-        """-> build_attention(embed_dim, cfg) for the variant layers (options validated)."""
+    def build_variant_attention(cls, args, embed_dim: int, cfg: TransformerConfig) -> nn.Module:
+        """The self-attention module of one variant layer."""
+
+    @classmethod
+    def build_variant_encoder(cls, args, dictionary, embed_tokens, encoder_cls=None):
+        """An encoder (``VariantTransformerEncoder`` or a subclass) with this variant's layers."""
+        encoder_cls = encoder_cls or VariantTransformerEncoder
+
+        def build_attention(layer_index, embed_dim, cfg):
+            return cls.build_variant_attention(args, embed_dim, cfg)
+
+        return encoder_cls(args, dictionary, embed_tokens, cls.variant_layers(args), build_attention)
 
     @classmethod
     def build_encoder(cls, args, src_dict, embed_tokens):
-        return VariantTransformerEncoder(
-            args, src_dict, embed_tokens, cls.variant_layers(args), cls.build_variant_attention(args)
-        )
+        return cls.build_variant_encoder(args, src_dict, embed_tokens)
 
     def forward(
         self,
@@ -115,6 +174,7 @@ class VariantTransformerModel(TransformerModel, metaclass=ABCMeta):
         alignment_layer: Optional[int] = None,
         alignment_heads: Optional[int] = None,
     ):
+        """fairseq's forward; ``extra["selection_stats"]``: the encoder's records."""
         encoder_out = self.encoder(
             src_tokens, src_lengths=src_lengths, return_all_hiddens=return_all_hiddens
         )
@@ -129,3 +189,16 @@ class VariantTransformerModel(TransformerModel, metaclass=ABCMeta):
         )
         extra["selection_stats"] = encoder_out["selection_stats"]
         return x, extra
+
+
+def register_variant_architectures(model_name: str, model_cls, shapes: Dict[str, Callable]) -> None:
+    """Register ``model_name + suffix`` for each (suffix, fairseq shape function) of ``shapes``:
+    the variant's defaults, then the shape (see models.architectures.FAIRSEQ_SHAPES)."""
+    for suffix, shape in shapes.items():
+        def architecture(args, shape=shape):
+            model_cls.fill_defaults(args)
+            shape(args)
+
+        architecture.__name__ = model_name + suffix
+        architecture.__doc__ = f"{model_cls.__name__} with the shape of fairseq's {shape.__name__}"
+        register_model_architecture(model_name, model_name + suffix)(architecture)

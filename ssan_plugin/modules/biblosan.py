@@ -1,4 +1,4 @@
-"""Bi-BloSA: masked block self-attention, forward and backward (DESIGN.md section 3).
+"""Bi-BloSA: masked block self-attention, forward and backward (maths: docs/design.md).
 
 Batch first: x (B, T, C), pad (B, T) bool True at pads or None. One direction (mBloSA):
 
@@ -11,6 +11,7 @@ Batch first: x (B, T, C), pad (B, T) bool True at pads or None. One direction (m
     F = elu(W_f [x'; h; E] + b_f);  G' = sigmoid(W_g' [x'; h; E] + b');  u = G' * F + (1 - G') * x'
     u = 0 at pads.
 
+Blocks are cut from each sentence's first token (leading pads are moved behind the tokens first).
 The multi-dim attentions hold (B, T/r, r, r, D) and (B, T/r, T/r, D) tensors: peak memory
 grows like T r + (T / r)^2, close to linearly. ``BiBloSANAttention`` concatenates forward and
 backward (C/2 each) and applies the output projection C -> C.
@@ -101,10 +102,21 @@ class BiBloSANAttention(VariantSelfAttention):
     def __init__(self, embed_dim: int, block_length: int = 0, c: float = 5.0, implementation: str = "naive"):
         super().__init__(embed_dim)
         if embed_dim % 2:
-            raise ValueError(f"Bi-BloSAN needs an even embedding dim (2 x C/2), got {embed_dim}")
+            raise ValueError(f"Bi-BloSAN: --encoder-embed-dim must be even (two directions of C/2), got {embed_dim}")
+        if block_length < 0:
+            raise ValueError(f"--biblosan-block-length must be >= 0 (0 = ceil((2T)^(1/3))), got {block_length}")
         half = embed_dim // 2
         self.fw = MaskedBlockSelfAttention(embed_dim, half, "fw", block_length, c, implementation)
         self.bw = MaskedBlockSelfAttention(embed_dim, half, "bw", block_length, c, implementation)
 
     def encode(self, x: Tensor, pad: Optional[Tensor]) -> Tensor:
-        return torch.cat([self.fw(x, pad), self.bw(x, pad)], dim=-1)
+        """Blocks start at each sentence's first token: a batch with leading pads (fairseq's
+        translation task pads sources on the left) is computed with its tokens moved to the
+        front, in order, and moved back, so a sentence's blocks do not depend on its pads."""
+        if pad is None or not bool(pad[:, 0].any()):
+            return torch.cat([self.fw(x, pad), self.bw(x, pad)], dim=-1)
+        order = torch.argsort(pad.to(torch.uint8), dim=1, stable=True)  # tokens first, in order
+        index = order.unsqueeze(-1)
+        x_front, pad_front = x.gather(1, index.expand_as(x)), pad.gather(1, order)
+        out = torch.cat([self.fw(x_front, pad_front), self.bw(x_front, pad_front)], dim=-1)
+        return torch.empty_like(out).scatter_(1, index.expand_as(out), out)

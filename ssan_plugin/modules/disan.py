@@ -1,4 +1,4 @@
-"""DiSA: directional multi-dimensional self-attention with fusion gate (DESIGN.md section 2).
+"""DiSA: directional multi-dimensional self-attention with fusion gate (maths: docs/design.md).
 
 Batch first: x (B, T, C_in), pad (B, T) bool True at pads or None. One direction:
 
@@ -94,7 +94,13 @@ class DiSANAttention(VariantSelfAttention):
     def __init__(self, embed_dim: int, implementation: str = "blocked", query_block: int = 0, c: float = 5.0):
         super().__init__(embed_dim)
         if embed_dim % 2:
-            raise ValueError(f"DiSAN needs an even embedding dim (2 x C/2), got {embed_dim}")
+            raise ValueError(f"DiSAN: --encoder-embed-dim must be even (two directions of C/2), got {embed_dim}")
+        if implementation not in ATTENTION_IMPLEMENTATIONS:
+            raise ValueError(
+                f"--disan-impl must be one of {sorted(ATTENTION_IMPLEMENTATIONS)}, got {implementation!r}"
+            )
+        if query_block < 0:
+            raise ValueError(f"--disan-query-block must be >= 0 (0 = automatic), got {query_block}")
         half = embed_dim // 2
         self.fw = DirectionalSelfAttention(embed_dim, half, "fw", c, implementation, query_block)
         self.bw = DirectionalSelfAttention(embed_dim, half, "bw", c, implementation, query_block)

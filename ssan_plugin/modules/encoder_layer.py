@@ -4,13 +4,15 @@ Only the ``build_self_attention`` hook changes: residual, layer norm and FFN are
 own. The attention module must accept fairseq's self-attention call
 ``attn(query=x, key=x, value=x, key_padding_mask=pad, need_weights=False, attn_mask=mask)``
 with x: T x B x C, pad: B x T (True at pads) or None, and return ``(T x B x C, weights|None)``.
-It may expose ``selection_stats`` (a dict of tensors, set on each forward) for the criterion.
+A module that selects also derives from ``selection.SelectionReporter``: its forward reports a
+``SelectionStats`` record, which the encoder takes (models.variant_transformer).
 """
 
 from typing import Callable
 
 import torch.nn as nn
 from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
+
 
 def check_encoder_self_attention_call(module, query, key, value, incremental_state, static_kv,
                                       before_softmax) -> None:
@@ -28,6 +30,8 @@ AttentionBuilder = Callable[[int, object], nn.Module]
 
 
 class AttentionVariantEncoderLayer(TransformerEncoderLayerBase):
+    """fairseq's encoder layer whose ``build_self_attention`` hook calls ``build_attention``."""
+
     def __init__(self, cfg, build_attention: AttentionBuilder, return_fc: bool = False):
         # a plain attribute may be set before nn.Module.__init__; the base __init__ calls the hook
         self.build_attention = build_attention

@@ -1,4 +1,4 @@
-"""Multi-dimensional (feature-wise) token2token and source2token attention (DESIGN.md section 2).
+"""Multi-dimensional (feature-wise) token2token and source2token attention (maths: docs/design.md).
 
 Conventions (batch first, N sequences, T queries, S keys, D features):
 

@@ -1,4 +1,4 @@
-"""ReSA: reinforced self-attention (DESIGN.md section 4).
+"""ReSA: reinforced self-attention (maths: docs/design.md).
 
 Batch first: x (B, T, C), pad (B, T) bool True at pads or None; ``valid`` = 1 - pad.
 
@@ -21,19 +21,17 @@ Batch first: x (B, T, C), pad (B, T) bool True at pads or None; ``valid`` = 1 - 
 - With hard 0/1 selections the attention runs on the gathered selected heads and dependents
   only (cost ~ selected heads x selected dependents), with their original positions for masks.
 
-``selection_stats`` (after each forward): ``selected``/``pairs``: selected tokens and token
-slots over both RSS modules (their ratio is the token selection rate; names shared with SSAN's
-logging), ``entropy_sum``: summed Bernoulli entropies over those slots; ``head_selected``,
-``dep_selected``, ``tokens``; ``pair_selected``/``pair_total``: attended (head, dependent)
-pairs and all i != j pairs; ``select_frac`` (B,): per sentence (sum z^h + sum z^d) / (2 n);
-``z_head``/``z_dep`` (B, T): the 0/1 selections; ``warmup``: bool tensor; ``log_prob`` (B,):
-log pi(z) with gradient, only when the REINFORCE policy sampled in training (during the
-warm-up it is 0 * logits, which keeps the RSS in the graph for DDP); ``select_rate``,
-``select_count``, ``neg_entropy``: differentiable regulariser terms under SSAN's criterion
-names (expected values under p, or the straight-through z).
+Every forward reports a ``SelectionStats`` record (modules.selection): pairs are the attended
+(head, dependent) pairs i != j; decisions and the entropy are over the token slots of both
+samplers; ``queries_selected``/``keys_selected``/``tokens`` count heads, dependents and tokens;
+the regulariser terms are the expected pair rate and count under p (the straight-through values
+with ``gumbel``), detached during the warm-up; with ``reinforce`` in training, ``log_prob`` (B,)
+is log pi(z) summed over both samplers (0 * logits during the warm-up, which keeps the RSS in
+the graph for DDP) and ``sentence_token_rate`` (B,) the selected fraction of each sentence's
+token slots, the sparsity term of the reward.
 """
 
-from typing import Dict, Optional, Tuple
+from typing import Optional, Tuple
 
 import math
 import torch
@@ -43,7 +41,12 @@ from torch import Tensor
 
 from .disan import DirectionalSelfAttention, valid_weight
 from .multidim_attention import at_least_float32
-from .selective_attention import binary_entropy_from_logits, logistic_noise_like
+from .selection import (
+    SelectionReporter,
+    SelectionStats,
+    binary_entropy_from_logits,
+    gumbel_sigmoid_straight_through,
+)
 from .variant_self_attention import VariantSelfAttention
 
 ESTIMATORS = ("reinforce", "gumbel")
@@ -91,7 +94,7 @@ def compact(mask: Tensor) -> Tuple[Tensor, Tensor]:
     return idx, ok
 
 
-class ReSAAttention(VariantSelfAttention):
+class ReSAAttention(SelectionReporter, VariantSelfAttention):
     def __init__(
         self,
         embed_dim: int,
@@ -116,8 +119,10 @@ class ReSAAttention(VariantSelfAttention):
             raise ValueError(f"--resa-tau must be finite and > 0, got {tau}")
         if rss_hidden < 0:
             raise ValueError(f"--resa-rss-hidden must be >= 0 (0 = embed dim), got {rss_hidden}")
+        if query_block < 0:
+            raise ValueError(f"--resa-query-block must be >= 0 (0 = automatic), got {query_block}")
         if direction == "bi" and embed_dim % 2:
-            raise ValueError(f"--resa-direction bi needs an even embedding dim, got {embed_dim}")
+            raise ValueError(f"--resa-direction bi: --encoder-embed-dim must be even, got {embed_dim}")
         self.estimator, self.tau = estimator, float(tau)
         self.warmup_updates, self.sample_at_inference = int(warmup_updates), bool(sample_at_inference)
         hidden = rss_hidden or embed_dim
@@ -144,9 +149,7 @@ class ReSAAttention(VariantSelfAttention):
         if self.in_warmup:
             return valid, (logits * 0.0).sum(1)
         if self.training and self.estimator == "gumbel":
-            y = torch.sigmoid((logits + logistic_noise_like(logits)) / self.tau)
-            hard = (y > 0.5).to(y.dtype)
-            return (hard + (y - y.detach())) * valid, None
+            return gumbel_sigmoid_straight_through(logits, self.tau) * valid, None
         if self.training or self.sample_at_inference:
             with torch.no_grad():
                 z = torch.bernoulli(torch.sigmoid(logits)) * valid
@@ -161,7 +164,7 @@ class ReSAAttention(VariantSelfAttention):
         z_dep, lp_dep = self.select(dep_logits, valid)
         outs = [self._direction(block, x, valid, z_head, z_dep, pad) for block in self.blocks]
         log_prob = None if lp_head is None else lp_head + lp_dep
-        self.selection_stats = self._statistics(head_logits, dep_logits, z_head, z_dep, valid, log_prob)
+        self.report_selection(self._statistics(head_logits, dep_logits, z_head, z_dep, valid, log_prob))
         return torch.cat(outs, dim=-1)
 
     def _direction(self, block, x, valid, z_head, z_dep, pad) -> Tensor:
@@ -189,42 +192,40 @@ class ReSAAttention(VariantSelfAttention):
         # rows of unselected slots are 0 and land on distinct unselected positions
         return h.new_zeros(h.shape).scatter(1, q_idx.unsqueeze(-1).expand(-1, -1, dim), att)
 
-    def _statistics(self, head_logits, dep_logits, z_head, z_dep, valid, log_prob) -> Dict[str, Tensor]:
-        n = valid.sum(1)  # (B,)
+    def _statistics(self, head_logits, dep_logits, z_head, z_dep, valid, log_prob) -> SelectionStats:
+        n = valid.sum(1)  # (B,) tokens per sentence
         with torch.no_grad():
             zh, zd = (z_head > 0.5).float() * valid, (z_dep > 0.5).float() * valid
             head_sel, dep_sel = zh.sum(1), zd.sum(1)
-            pair_sel = head_sel * dep_sel - (zh * zd).sum(1)
-            stats = {
-                "selected": (head_sel + dep_sel).sum(),
-                "pairs": 2.0 * n.sum(),
-                "head_selected": head_sel.sum(),
-                "dep_selected": dep_sel.sum(),
-                "tokens": n.sum(),
-                "pair_selected": pair_sel.sum(),
-                "pair_total": (n * (n - 1)).sum(),
-                "select_frac": (head_sel + dep_sel) / (2.0 * n.clamp(min=1)),
-                "warmup": torch.tensor(self.in_warmup),
-                "z_head": zh,
-                "z_dep": zd,
-            }
+            pairs_selected = (head_sel * dep_sel - (zh * zd).sum(1)).sum()
         entropy = (binary_entropy_from_logits(head_logits) + binary_entropy_from_logits(dep_logits)) * valid
         entropy_sum = entropy.sum()
+        decisions = 2.0 * n.sum()
         if self.estimator == "gumbel" and z_head.requires_grad:
-            expected = (z_head + z_dep) * valid  # straight-through values
+            p_head, p_dep = z_head * valid, z_dep * valid  # straight-through values
         else:
-            expected = (torch.sigmoid(head_logits) + torch.sigmoid(dep_logits)) * valid
-        select_rate = expected.sum() / (2.0 * n.sum().clamp(min=1))
-        select_count = expected.sum() / (2.0 * valid.size(0))
-        neg_entropy = -entropy_sum / (2.0 * n.sum().clamp(min=1))
+            p_head, p_dep = torch.sigmoid(head_logits) * valid, torch.sigmoid(dep_logits) * valid
+        # expected keys (dependents j != i) attended by each head i, under independent selections
+        row_count = p_head * (p_dep.sum(1, keepdim=True) - p_dep)  # (B, T)
+        n_queries = n.sum().clamp(min=1)
+        pair_count = row_count.sum() / n_queries
+        pair_rate = (row_count / (n - 1).clamp(min=1).unsqueeze(1)).sum() / n_queries
+        neg_entropy = -entropy_sum / decisions.clamp(min=1)
         if self.in_warmup:  # the RSS is not trained during the warm-up
-            select_rate, select_count, neg_entropy = select_rate.detach(), select_count.detach(), neg_entropy.detach()
-        stats.update(
+            pair_rate, pair_count, neg_entropy = pair_rate.detach(), pair_count.detach(), neg_entropy.detach()
+        return SelectionStats(
+            pairs_selected=pairs_selected,
+            pairs_possible=(n * (n - 1)).sum(),
+            decisions=decisions,
             entropy_sum=entropy_sum.detach(),
-            select_rate=select_rate,
-            select_count=select_count,
+            pair_rate=pair_rate,
+            pair_count=pair_count,
             neg_entropy=neg_entropy,
+            queries_selected=head_sel.sum(),
+            keys_selected=dep_sel.sum(),
+            tokens=n.sum(),
+            log_prob=log_prob,
+            sentence_token_rate=None if log_prob is None else (head_sel + dep_sel) / (2.0 * n.clamp(min=1)),
+            in_warmup=self.in_warmup,
+            selection=torch.stack([zh, zd], dim=1).bool() if self.keep_selection else None,
         )
-        if log_prob is not None:
-            stats["log_prob"] = log_prob
-        return stats

@@ -1,4 +1,4 @@
-"""Selective self-attention (SSAN), DESIGN.md section 1.
+"""Selective self-attention (SSAN); the maths are in docs/design.md.
 
 Shapes follow fairseq: the layer input is T x B x C; attention tensors are (B, h, T, S) with
 T queries and S keys (S == T for self-attention); ``key_padding_mask`` is (B, S), True at pads
@@ -7,7 +7,7 @@ T queries and S keys (S == T for self-attention); ``key_padding_mask`` is (B, S)
 
 import logging
 import math
-from typing import Dict, Optional
+from typing import Optional
 
 import torch
 import torch.nn as nn
@@ -16,6 +16,12 @@ from fairseq.modules import MultiheadAttention
 from torch import Tensor
 
 from .encoder_layer import check_encoder_self_attention_call
+from .selection import (
+    SelectionReporter,
+    SelectionStats,
+    binary_entropy_from_logits,
+    gumbel_sigmoid_straight_through,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -90,30 +96,6 @@ def selective_softmax(
     return _SelectiveSoftmax.apply(logits.float(), select.float(), pad)
 
 
-def logistic_noise_like(x: Tensor) -> Tensor:
-    """G' - G'' for two iid Gumbel(0, 1) draws, i.e. Logistic(0, 1) noise: logit(U)."""
-    tiny = torch.finfo(torch.float32).tiny
-    u = torch.rand(x.shape, dtype=torch.float32, device=x.device).clamp_(tiny, 1.0 - 1e-7)
-    return torch.logit(u)
-
-
-def binary_entropy_from_logits(logits: Tensor) -> Tensor:
-    """H(sigmoid(x)) = p softplus(-x) + (1 - p) softplus(x) = softplus(x) - x sigmoid(x)."""
-    return F.softplus(logits) - logits * torch.sigmoid(logits)
-
-
-class _StraightThrough(torch.autograd.Function):
-    """1[y > 0.5] in the forward pass (exactly 0/1), the identity in the backward pass."""
-
-    @staticmethod
-    def forward(ctx, y: Tensor):
-        return (y > 0.5).to(y.dtype)
-
-    @staticmethod
-    def backward(ctx, grad: Tensor):
-        return grad
-
-
 def sample_selection(policy_logits: Tensor, tau: float, mode: str, training: bool) -> Tensor:
     """The selection A from the policy logits E_p, (B, h, T, S) float32.
 
@@ -126,19 +108,18 @@ def sample_selection(policy_logits: Tensor, tau: float, mode: str, training: boo
         return torch.sigmoid(policy_logits)
     if not training:
         return (policy_logits > 0).to(policy_logits.dtype)
-    y = torch.sigmoid((policy_logits + logistic_noise_like(policy_logits)) / tau)
-    return _StraightThrough.apply(y)
+    return gumbel_sigmoid_straight_through(policy_logits, tau)
 
 
-class SelectiveMultiheadAttention(MultiheadAttention):
+class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
     """fairseq's MultiheadAttention with a selector: only selected (query, key) pairs attend.
 
     Same parameters as fairseq's self-attention (q/k/v/out projections, same names, so a plain
     transformer checkpoint loads into it) plus a policy network ``policy_proj`` giving
     Q_p, K_p (C -> 2C) and per-head logits E_p = Q_p K_p^T (optionally / sqrt(d)).
 
-    After every forward, ``self.selection_stats`` holds this layer's statistics (see
-    :meth:`_statistics`), read by the encoder and the criterion.
+    Every forward reports a :class:`~ssan_plugin.modules.selection.SelectionStats` record
+    (see :meth:`_statistics`), which the encoder takes with ``pop_selection()``.
     """
 
     def __init__(
@@ -160,8 +141,8 @@ class SelectiveMultiheadAttention(MultiheadAttention):
             q_noise=q_noise,
             qn_block_size=qn_block_size,
         )
-        if tau <= 0:
-            raise ValueError(f"--ssan-tau must be > 0, got {tau}")
+        if not 0 < tau < math.inf:
+            raise ValueError(f"--ssan-tau must be finite and > 0, got {tau}")
         if selection not in ("hard", "soft"):
             raise ValueError(f"--ssan-selection must be 'hard' or 'soft', got {selection!r}")
         self.tau = float(tau)
@@ -170,7 +151,6 @@ class SelectiveMultiheadAttention(MultiheadAttention):
         self.policy_proj = nn.Linear(embed_dim, 2 * embed_dim)
         nn.init.xavier_uniform_(self.policy_proj.weight, gain=1 / math.sqrt(2))
         nn.init.zeros_(self.policy_proj.bias)
-        self.selection_stats: Optional[Dict[str, Tensor]] = None
 
     def fused_in_projection(self, x: Tensor) -> Tensor:
         """q, k, v, q_p, k_p in one matmul: (..., C) -> (..., 5C)."""
@@ -225,7 +205,7 @@ class SelectiveMultiheadAttention(MultiheadAttention):
         out = out.permute(2, 0, 1, 3).reshape(tgt_len, bsz, embed_dim)
         out = self.out_proj(out)
 
-        self.selection_stats = self._statistics(policy_logits, select, key_padding_mask)
+        self.report_selection(self._statistics(policy_logits, select, key_padding_mask))
 
         weights: Optional[Tensor] = None
         if need_weights or need_head_weights:
@@ -235,47 +215,41 @@ class SelectiveMultiheadAttention(MultiheadAttention):
 
     def _statistics(
         self, policy_logits: Tensor, select: Tensor, key_padding_mask: Optional[Tensor]
-    ) -> Dict[str, Tensor]:
-        """Per-layer statistics over non-pad (query, key) pairs, all heads.
+    ) -> SelectionStats:
+        """This forward's record over non-pad (query, key) pairs, all heads (see SelectionStats).
 
-        - ``selected``, ``pairs``: number of selected pairs and of pairs (detached; their
-          ratio is the selection rate); ``entropy_sum``: sum of H(pi) over those pairs.
-        - ``select_rate``: differentiable; per head, the mean over non-pad queries of the
-          fraction of non-pad keys selected, summed over heads.
-        - ``select_count``: the same with the number of keys instead of the fraction (the
-          reference's form).
-        - ``neg_entropy``: differentiable mean of -H(pi) over pairs and heads.
+        A sentence made only of pads contributes nothing (its denominators are clamped).
         """
         bsz, h, tgt_len, src_len = select.shape
         if key_padding_mask is None:
-            valid_keys = select.new_ones(bsz, src_len)
+            valid = select.new_ones(bsz, src_len)
         else:
-            valid_keys = (~key_padding_mask.to(torch.bool)).to(select.dtype)
-        valid_queries = valid_keys  # self-attention: the same positions
-        # clamped: a sentence made only of pads contributes nothing instead of 0/0
-        n_keys = valid_keys.sum(-1).clamp_min(1.0)  # (B,)
-        n_queries = valid_queries.sum().clamp_min(1.0)
-        key_w = valid_keys.view(bsz, 1, 1, src_len)
-        query_w = valid_queries.view(bsz, 1, tgt_len)
+            valid = (~key_padding_mask.to(torch.bool)).to(select.dtype)
+        # self-attention: queries and keys are the same positions
+        n_keys = valid.sum(-1).clamp_min(1.0)  # (B,)
+        n_queries = valid.sum().clamp_min(1.0)
+        key_w = valid.view(bsz, 1, 1, src_len)
+        query_w = valid.view(bsz, 1, tgt_len)
 
         row_count = (select * key_w).sum(-1)  # (B, h, T): selected keys per query
-        select_count = (row_count * query_w).sum((0, 2)).sum() / n_queries
-        select_rate = (row_count / n_keys.view(bsz, 1, 1) * query_w).sum((0, 2)).sum() / n_queries
+        pair_count = (row_count * query_w).sum() / n_queries
+        pair_rate = (row_count / n_keys.view(bsz, 1, 1) * query_w).sum() / n_queries
 
         pair_w = key_w * query_w.unsqueeze(-1)  # (B, 1, T, S)
         n_pairs = pair_w.sum() * h
-        entropy = binary_entropy_from_logits(policy_logits) * pair_w
-        entropy_sum = entropy.sum()
+        entropy_sum = (binary_entropy_from_logits(policy_logits) * pair_w).sum()
         with torch.no_grad():
             selected = ((select > 0.5).to(select.dtype) * pair_w).sum()
-        return {
-            "selected": selected,
-            "pairs": n_pairs.detach(),
-            "entropy_sum": entropy_sum.detach(),
-            "select_rate": select_rate,
-            "select_count": select_count,
-            "neg_entropy": -entropy_sum / n_pairs.clamp_min(1.0),
-        }
+        return SelectionStats(
+            pairs_selected=selected,
+            pairs_possible=n_pairs.detach(),
+            decisions=n_pairs.detach(),
+            entropy_sum=entropy_sum.detach(),
+            pair_rate=pair_rate,
+            pair_count=pair_count,
+            neg_entropy=-entropy_sum / n_pairs.clamp_min(1.0),
+            selection=(select > 0.5) if self.keep_selection else None,
+        )
 
     def upgrade_state_dict_named(self, state_dict, name):
         """Warm start: a plain fairseq self-attention has no policy network; keep ours fresh."""

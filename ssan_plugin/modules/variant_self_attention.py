@@ -9,7 +9,7 @@ multi-dimensional variants have one weight per feature and the blocked form neve
 """
 
 import abc
-from typing import Dict, Optional
+from typing import Optional
 
 import torch.nn as nn
 from torch import Tensor
@@ -22,8 +22,6 @@ class VariantSelfAttention(nn.Module, metaclass=abc.ABCMeta):
         super().__init__()
         self.embed_dim = embed_dim
         self.out_proj = nn.Linear(embed_dim, embed_dim)
-        # set on every forward by variants that report statistics; None otherwise
-        self.selection_stats: Optional[Dict[str, Tensor]] = None
 
     @abc.abstractmethod
     def encode(self, x: Tensor, pad: Optional[Tensor]) -> Tensor:

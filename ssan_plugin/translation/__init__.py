@@ -1,4 +1,4 @@
-"""Translation data pipeline and evaluation (issue 3).
+"""Translation data pipeline and evaluation.
 
 One concern per module:
 

@@ -1,7 +1,7 @@
 """Translate a binarised split with fairseq-generate and return the outputs in corpus order.
 
 fairseq-generate (fairseq-fixed) drops the last batch when its size is not a multiple of
---required-batch-size-multiple (default 8; DESIGN.md section 6), so we always pass 1 and check
+--required-batch-size-multiple (default 8; see docs/design.md, "traps"), so we always pass 1 and check
 that every sentence of the split came back exactly once. Outputs are the H- lines (dictionary
 symbols = sentencepiece pieces), re-ordered by their sentence id.
 """

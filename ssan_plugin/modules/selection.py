@@ -1,0 +1,124 @@
+"""The selection contract shared by every selector (SSAN's policy network, ReSA's samplers).
+
+A selective layer reports, for each forward pass, one :class:`SelectionStats` record. The
+encoder collects the records of its layers into ``encoder_out["selection_stats"]`` (a list,
+in layer order), the model copies that list into its ``extra``, and the criterion reads the
+typed fields: the regulariser terms, the counts it logs, and, for sampled selectors in
+training, the log-probability that switches REINFORCE on. See docs/architecture.md.
+
+Conventions: counts are over non-pad positions only; a *pair* is a (query, key) pair of one
+attention head; ``pair_rate`` / ``pair_count`` are the two forms of ``--select-scale``'s
+regulariser and mean the same thing for every selector (see :func:`pair_regulariser`).
+
+Also here: the noise, straight-through and entropy helpers both selectors use.
+"""
+
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+
+@dataclass
+class SelectionStats:
+    """One selective layer's statistics for one forward pass.
+
+    Detached counts (0-dim float tensors), summed over the batch:
+        pairs_selected: (query, key) pairs that attend, summed over heads.
+        pairs_possible: the non-pad (query, key) pairs the selector decides on, over heads.
+        decisions: the number of Bernoulli decisions the policy made (pairs for SSAN, token
+            slots of both samplers for ReSA); ``entropy_sum`` is summed over them.
+        entropy_sum: sum of the policy's binary entropies H(pi), nats.
+    Differentiable regulariser terms (0-dim, may carry gradients):
+        pair_rate: per head, mean over non-pad queries of the fraction of non-pad keys
+            selected, summed over heads (``--select-penalty-form rate``).
+        pair_count: the same with the number of keys instead of the fraction (``count``,
+            the reference's form).
+        neg_entropy: mean over decisions of -H(pi).
+    Token selectors only (None for pair selectors), detached counts:
+        queries_selected, keys_selected: tokens chosen as queries (ReSA's heads) and as keys
+            (dependents); tokens: non-pad tokens.
+    Sampled selectors in training only:
+        log_prob: (B,) log pi(z) of the sample per sentence, with gradient to the policy.
+            Its presence is what switches the criterion's REINFORCE term on.
+        sentence_token_rate: (B,) selected fraction of each sentence's token slots (the
+            sparsity term of the reward), detached.
+        in_warmup: the selector is in its select-all warm-up (log_prob is 0 * logits).
+    For analysis, when the module's ``keep_selection`` is True:
+        selection: the 0/1 selection, bool; (B, h, T, S) for pair selectors, (B, 2, T) for
+            token selectors (row 0: queries/heads, row 1: keys/dependents).
+    layer: 0-based encoder layer index, set by the encoder.
+    """
+
+    pairs_selected: Tensor
+    pairs_possible: Tensor
+    decisions: Tensor
+    entropy_sum: Tensor
+    pair_rate: Tensor
+    pair_count: Tensor
+    neg_entropy: Tensor
+    queries_selected: Optional[Tensor] = None
+    keys_selected: Optional[Tensor] = None
+    tokens: Optional[Tensor] = None
+    log_prob: Optional[Tensor] = None
+    sentence_token_rate: Optional[Tensor] = None
+    in_warmup: bool = False
+    selection: Optional[Tensor] = None
+    layer: int = -1
+
+    def regulariser(self, form: str) -> Tensor:
+        """The ``--select-scale`` term of this layer: ``pair_rate`` or ``pair_count``."""
+        if form == "rate":
+            return self.pair_rate
+        if form == "count":
+            return self.pair_count
+        raise ValueError(f"selection regulariser form must be 'rate' or 'count', got {form!r}")
+
+
+class SelectionReporter:
+    """Mixin of attention modules that select: the encoder takes each forward's record with
+    :meth:`pop_selection` (so the output, not the module, owns the record and its graph)."""
+
+    _selection: Optional[SelectionStats] = None
+    #: analysis tools set this to get the 0/1 selection itself in each record
+    keep_selection: bool = False
+
+    def report_selection(self, stats: SelectionStats) -> None:
+        self._selection = stats
+
+    def pop_selection(self) -> Optional[SelectionStats]:
+        stats, self._selection = self._selection, None
+        return stats
+
+
+def logistic_noise_like(x: Tensor) -> Tensor:
+    """G' - G'' for two iid Gumbel(0, 1) draws, i.e. Logistic(0, 1) noise logit(U), float32."""
+    tiny = torch.finfo(torch.float32).tiny
+    u = torch.rand(x.shape, dtype=torch.float32, device=x.device).clamp_(tiny, 1.0 - 1e-7)
+    return torch.logit(u)
+
+
+def binary_entropy_from_logits(logits: Tensor) -> Tensor:
+    """H(sigmoid(x)) = p softplus(-x) + (1 - p) softplus(x) = softplus(x) - x sigmoid(x)."""
+    return F.softplus(logits) - logits * torch.sigmoid(logits)
+
+
+class _StraightThrough(torch.autograd.Function):
+    """1[y > 0.5] in the forward pass (exactly 0/1), the identity in the backward pass."""
+
+    @staticmethod
+    def forward(ctx, y: Tensor):
+        return (y > 0.5).to(y.dtype)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        return grad
+
+
+def gumbel_sigmoid_straight_through(logits: Tensor, tau: float) -> Tensor:
+    """Hard Gumbel-sigmoid sample: y = sigmoid((logits + G' - G'') / tau); forward 1[y > 0.5]
+    (exactly 0/1), backward the gradient of y. Same shape as ``logits``, float32."""
+    y = torch.sigmoid((logits.float() + logistic_noise_like(logits)) / tau)
+    return _StraightThrough.apply(y)

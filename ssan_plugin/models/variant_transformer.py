@@ -124,6 +124,11 @@ class VariantTransformerModel(TransformerModel, metaclass=ABCMeta):
     layers_option: ClassVar[str]
 
     @classmethod
+    def hub_models(cls):
+        """No pretrained downloads: fairseq's list names plain Transformers, not this model."""
+        return {}
+
+    @classmethod
     def add_args(cls, parser):
         super().add_args(parser)
         cls.add_variant_args(parser)

@@ -1,27 +1,18 @@
-"""ReSA training: REINFORCE estimator, baseline, criterion wiring, warm-up and inference modes."""
-
-from types import SimpleNamespace
+"""ssan_plugin/criterions/resa_label_smoothed_cross_entropy.py: the REINFORCE estimator and
+leave-one-out baseline, reward and baselines, the policy loss added to the summed loss, warm-up.
+(The ReSA module trained through this criterion: tests/unit/modules/test_resa.py.)"""
 
 import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from fairseq.data import Dictionary
+from helpers.resa import make_criterion
 
 import ssan_plugin  # noqa: F401
 from ssan_plugin.criterions.resa_label_smoothed_cross_entropy import (
-    ReSALabelSmoothedCrossEntropyCriterion,
     leave_one_out_mean,
     policy_gradient_loss,
 )
-from ssan_plugin.modules.resa import ReSAAttention
-
-torch.set_num_threads(1)
-
-
-def make_criterion(**kwargs):
-    task = SimpleNamespace(target_dictionary=Dictionary())
-    return ReSALabelSmoothedCrossEntropyCriterion(task, sentence_avg=False, label_smoothing=0.1, **kwargs)
 
 
 def test_policy_gradient_learns_known_selection_on_bernoulli_toy():
@@ -60,63 +51,6 @@ def test_baseline_is_unbiased_and_saves_variance():
     torch.testing.assert_close(raw.mean(0), exact, atol=0.06, rtol=0)
     torch.testing.assert_close(adv.mean(0), exact, atol=0.02, rtol=0)
     assert (adv.var(0) < 0.2 * raw.var(0))[:3].all()
-
-
-def selection_task(bsz=16, length=6, seed=0):
-    """Tokens whose feature 0 is +1 are 'good', -1 'bad'; the last sentence is padded."""
-    gen = torch.Generator().manual_seed(seed)
-    good = torch.rand(bsz, length, generator=gen) < 0.5
-    x = torch.randn(bsz, length, 4, generator=gen) * 0.1
-    x[..., 0] = good.float() * 2 - 1
-    pad = torch.zeros(bsz, length, dtype=torch.bool)
-    pad[-1, 3:] = True
-    return x, pad, good & ~pad
-
-
-def test_resa_rss_learns_known_selection_through_the_criterion():
-    """Real module + the criterion's policy_loss: loss = #bad selected - #good selected (heads
-    and dependents). After training the deterministic selection is exactly the good tokens."""
-    torch.manual_seed(0)
-    m = ReSAAttention(4, rss_hidden=8)
-    crit = make_criterion(resa_lambda=0.0)
-    rss = list(m.head_rss.parameters()) + list(m.dep_rss.parameters())
-    opt = torch.optim.Adam(rss, lr=0.05)
-    x, pad, good = selection_task()
-    bad = ~good & ~pad
-    m.train()
-    for _ in range(120):
-        m.encode(x, pad)
-        stats = dict(m.selection_stats, layer=0)
-        z = stats["z_head"] + stats["z_dep"]
-        sentence_loss = (z * bad).sum(1) - (z * good).sum(1)
-        pg, logs = crit.policy_loss([stats], sentence_loss)
-        opt.zero_grad()
-        pg.backward()
-        opt.step()
-    assert logs["resa_n"] == x.size(0) and logs["resa_a2"] < logs["resa_r2"]
-    m.eval()
-    m.encode(x, pad)
-    assert torch.equal(m.selection_stats["z_dep"].bool(), good)
-    assert torch.equal(m.selection_stats["z_head"].bool(), good)
-
-
-def test_sparsity_penalty_lowers_selection():
-    torch.manual_seed(0)
-    m = ReSAAttention(4, rss_hidden=8)
-    crit = make_criterion(resa_lambda=1.0, resa_baseline="running")
-    opt = torch.optim.Adam(list(m.head_rss.parameters()) + list(m.dep_rss.parameters()), lr=0.05)
-    x, pad, _ = selection_task()
-    m.train()
-    rates = []
-    for _ in range(60):
-        m.encode(x, pad)
-        stats = m.selection_stats
-        rates.append(float(stats["selected"] / stats["pairs"]))
-        pg, _ = crit.policy_loss([stats], torch.zeros(x.size(0)))  # reward = -lambda * fraction
-        opt.zero_grad()
-        pg.backward()
-        opt.step()
-    assert sum(rates[:5]) / 5 > 0.3 and sum(rates[-5:]) / 5 < 0.1, rates
 
 
 def test_reward_and_baselines_follow_the_formula():
@@ -206,53 +140,3 @@ def test_criterion_during_warmup_gives_zero_policy_gradient():
     assert model.theta.grad is not None and model.theta.grad.abs().max() == 0
     assert "resa_n" not in logs
     assert crit.running_baseline is None
-
-
-def test_resa_warmup_inference_modes_and_checkpointed_update_count():
-    torch.manual_seed(0)
-    x, pad, _ = selection_task(bsz=4, length=5)
-    m = ReSAAttention(4, warmup_updates=3, rss_hidden=8)
-    m.train()
-    out = m.encode(x, pad)
-    stats = m.selection_stats
-    assert bool(stats["warmup"]) and stats["selected"] == stats["pairs"]
-    (out.sum() + stats["log_prob"].sum()).backward()
-    rss_grads = [p.grad for p in m.head_rss.parameters()] + [p.grad for p in m.dep_rss.parameters()]
-    assert all(g is not None and g.abs().max() == 0 for g in rss_grads)  # in the graph, untrained
-
-    m.zero_grad(set_to_none=True)
-    m.set_num_updates(3)
-    out = m.encode(x, pad)
-    stats = m.selection_stats
-    assert not bool(stats["warmup"]) and stats["selected"] < stats["pairs"]
-    assert stats["log_prob"].shape == (4,) and stats["log_prob"].requires_grad
-    out.sum().backward()  # REINFORCE: the main loss sends no gradient to the RSS
-    assert all(p.grad is None for p in m.head_rss.parameters())
-
-    state = m.state_dict()
-    assert int(state["num_updates"]) == 3
-    fresh = ReSAAttention(4, warmup_updates=3, rss_hidden=8)
-    fresh.load_state_dict(state)
-    assert not fresh.in_warmup
-
-    m.eval()
-    first = m.encode(x, pad)
-    assert torch.equal(first, m.encode(x, pad))
-    assert torch.equal(m.selection_stats["z_dep"].bool(), (m.dep_rss(x, (~pad).float()) > 0) & ~pad)
-    assert "log_prob" not in m.selection_stats
-    m.sample_at_inference = True
-    draws = {tuple(m.encode(x, pad).flatten().tolist()) for _ in range(5)}
-    assert len(draws) > 1
-
-
-def test_gumbel_estimator_trains_rss_by_backprop():
-    torch.manual_seed(0)
-    x, pad, _ = selection_task(bsz=4, length=5)
-    m = ReSAAttention(4, estimator="gumbel", rss_hidden=8)
-    m.train()
-    out = m.encode(x, pad)
-    assert "log_prob" not in m.selection_stats
-    out.pow(2).sum().backward()
-    assert m.dep_rss.out.weight.grad.abs().sum() > 0 and m.head_rss.out.weight.grad.abs().sum() > 0
-    z = m.selection_stats["z_dep"]
-    assert set(z.unique().tolist()) <= {0.0, 1.0} and z[pad].abs().max() == 0

@@ -2,56 +2,16 @@
 
 The EWT test (skipped when ../shared/data is absent) prepares a slice of the real data, trains
 tiny san and ssan taggers for a few updates and evaluates them. The others use hand-built
-CoNLL-2005 snippets and need no data.
+CoNLL-2005 snippets and need no data. (The criterion on the same tiny data-bin, in-process:
+tests/unit/criterions/test_srl_cross_entropy.py.)
 """
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-import torch
-
-REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data"
-EWT = DATA / "srl" / "ewt"
-BIN = Path(sys.executable).parent
-ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO))
-
-WORDS = "I\nsaw\nher\nleave\n\nShe\nleft\n\nRain\n"
-PROPS = ("-   (A0*)   *\nsee (V*)    *\n-  (A1*   (A0*)\nleave *)   (V*)\n\n"
-         "-  (A0*)\nleave (V*)\n\n-\n")
-VALID_PROPS = "-  (A0*)    *\nsee (V*)    *\n-  (A1*  (A2*)\nleave *)  (V*)\n\n-  (A0*)\nleave (V*)\n\n-\n"
-
-
-def run(args, check=True):
-    proc = subprocess.run(args, cwd=REPO, env=ENV, capture_output=True, text=True)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"{args}\nstdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}")
-    return proc
-
-
-def prepare(fmt, dest, train, valid=None, test=None):
-    args = [sys.executable, "scripts/prepare_srl.py", "--format", fmt, "--train", str(train),
-            "--dest", str(dest)]
-    for name, spec in (("--valid", valid), ("--test", test)):
-        if spec:
-            args += [name, str(spec)]
-    return run(args)
-
-
-@pytest.fixture(scope="module")
-def tiny05(tmp_path_factory):
-    tmp_path = tmp_path_factory.mktemp("tiny05")
-    (tmp_path / "t.words").write_text(WORDS)
-    (tmp_path / "t.props").write_text(PROPS)
-    (tmp_path / "v.words").write_text(WORDS)
-    (tmp_path / "v.props").write_text(VALID_PROPS)
-    dest = tmp_path / "bin"
-    prepare("conll2005", dest, tmp_path / "t", f"{tmp_path / 'v.words'},{tmp_path / 'v.props'}")
-    return dest
+from helpers.srl_cli import BIN, EWT, PROPS, WORDS, prepare, run, tiny05  # noqa: F401  (fixture)
 
 
 def test_prepare_conll2005(tiny05):
@@ -83,41 +43,6 @@ def test_prepare_reports_malformed_input(tmp_path):
     assert proc.returncode == 2
     assert f"{tmp_path / 't.props'}:3: argument column 2" in proc.stderr
     assert not (tmp_path / "bin").exists()
-
-
-def test_criterion_is_token_cross_entropy_plus_selection_regulariser(tiny05):
-    import ssan_plugin  # noqa: F401
-    from fairseq import options, tasks
-
-    parser = options.get_training_parser()
-    args = options.parse_args_and_arch(parser, [
-        str(tiny05), "--task", "srl", "--arch", "srl_tagger", "--srl-encoder", "ssan",
-        "--encoder-embed-dim", "16", "--encoder-ffn-embed-dim", "32", "--encoder-layers", "2",
-        "--encoder-attention-heads", "2", "--criterion", "srl_cross_entropy",
-        "--select-scale", "0.5", "--cpu", "--ssan-layers", "1"])
-    task = tasks.setup_task(args)
-    task.load_dataset("valid")
-    model = task.build_model(args).eval()
-    criterion = task.build_criterion(args)
-    batch = task.dataset("valid").collater([task.dataset("valid")[i] for i in range(3)])
-    loss, sample_size, log = criterion(model, batch)
-
-    logits, extra = model(**batch["net_input"])
-    assert logits.shape == (3, 4, len(task.label_dict))
-    assert [s["layer"] for s in extra["selection_stats"]] == [1]
-    target = batch["target"]
-    keep = target.ne(task.label_dict.pad()) & target.ne(task.label_dict.unk())
-    assert int((target == task.label_dict.unk()).sum()) == 1  # the unseen A2 is not scored
-    ce = torch.nn.functional.cross_entropy(logits[keep].float(), target[keep], reduction="sum")
-    reg = 0.5 * extra["selection_stats"][0]["select_rate"]
-    assert sample_size == batch["ntokens"] == 10
-    assert float(loss) == pytest.approx(float(ce + reg * sample_size), rel=1e-5)
-    assert log["sel_pairs_1"] > 0
-
-    san = options.parse_args_and_arch(options.get_training_parser(), [
-        str(tiny05), "--task", "srl", "--arch", "srl_tagger", "--encoder-embed-dim", "16",
-        "--encoder-layers", "1", "--encoder-attention-heads", "2", "--cpu"])
-    assert task.build_model(san)(**batch["net_input"])[1]["selection_stats"] == []
 
 
 def _slice(src: Path, dst: Path, n: int):

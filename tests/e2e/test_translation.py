@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import sacrebleu
 from sacrebleu.metrics import BLEU, CHRF
-from translation_testlib import (PY, SCRIPTS, evaluate, generate_sources, lines, load_script,
-                                 prepare, read_json, run, train_tiny)
+from helpers.translation_testlib import (PY, SCRIPTS, evaluate, generate_sources, lines, load_script,
+                                         prepare, read_json, run, train_tiny)
 
 N_TEST = 37
 EVALUATE = load_script("evaluate_bleu")

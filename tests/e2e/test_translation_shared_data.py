@@ -4,8 +4,8 @@ a few updates, and evaluate_bleu.py decodes and scores the sliced test set. Data
 temporary directory, never into the repository."""
 
 import pytest
-from translation_testlib import (ROOT, SHARED_DATA, evaluate, lines, read_json, run,
-                                 train_tiny)
+from helpers.translation_testlib import (ROOT, SHARED_DATA, evaluate, lines, read_json, run,
+                                         train_tiny)
 
 PAIRS = {
     # pair: (target, wrapper, checks on the manifest's language handling)

@@ -2,10 +2,9 @@
 
 Each architecture trains a few updates (with validation), and fairseq-generate decodes every
 test sentence; ReSA also resumes (its warm-up counter is restored) and runs fairseq-interactive.
-Option validation is checked from Python (no subprocess needed).
+Option validation is checked from Python in tests/unit/models/test_variant_transformer.py.
 """
 
-import argparse
 import importlib.util
 import os
 import re
@@ -18,13 +17,16 @@ import pytest
 import torch
 
 import ssan_plugin  # noqa: F401
-from ssan_plugin.models.biblosan_transformer import BiBloSANTransformerModel, biblosan_transformer
-from ssan_plugin.models.disan_transformer import DiSANTransformerModel, disan_transformer
-from ssan_plugin.models.resa_transformer import ReSATransformerModel, resa_transformer
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
+
+
 BIN = Path(sys.executable).parent
+
+
 N_TEST = 10
+
+
 TINY = ("--encoder-layers 2 --decoder-layers 1 --encoder-embed-dim 16 --decoder-embed-dim 16 "
         "--encoder-ffn-embed-dim 32 --decoder-ffn-embed-dim 32 --encoder-attention-heads 2 "
         "--decoder-attention-heads 2").split()
@@ -135,33 +137,3 @@ def test_resa_two_process_cpu_training_through_warmup(data_bin, tmp_path):
     outs = [p.communicate(timeout=300)[0] for p in procs]
     assert all(p.returncode == 0 for p in procs), outs[0][-3000:] + outs[1][-3000:]
     assert "num_updates 3" in outs[0] and "resa_reward" in outs[0]
-
-
-def namespace(fill, **options):
-    args = argparse.Namespace(encoder_layers=2, encoder_embed_dim=16, **options)
-    fill(args)
-    return args
-
-
-@pytest.mark.parametrize("model,fill,options,message", [
-    (DiSANTransformerModel, disan_transformer, dict(disan_query_block=-1), r"--disan-query-block must be >= 0"),
-    (DiSANTransformerModel, disan_transformer, dict(disan_impl="fast"), r"--disan-impl must be"),
-    (DiSANTransformerModel, disan_transformer, dict(disan_layers="0,5"), r"--disan-layers .*\[0, 1\]"),
-    (BiBloSANTransformerModel, biblosan_transformer, dict(biblosan_block_length=-2),
-     r"--biblosan-block-length must be >= 0"),
-    (ReSATransformerModel, resa_transformer, dict(resa_tau=0.0), r"--resa-tau must be finite and > 0"),
-    (ReSATransformerModel, resa_transformer, dict(resa_warmup_updates=-1), r"--resa-warmup-updates must be >= 0"),
-    (ReSATransformerModel, resa_transformer, dict(resa_estimator="a2c"), r"--resa-estimator must be one of"),
-])
-def test_options_are_validated(model, fill, options, message):
-    args = namespace(fill, **options)
-    with pytest.raises(ValueError, match=message):
-        model.variant_layers(args)
-        model.build_variant_attention(args)
-
-
-def test_odd_width_is_rejected_with_the_option_named():
-    args = namespace(disan_transformer)
-    args.encoder_embed_dim = 15
-    with pytest.raises(ValueError, match="--encoder-embed-dim must be even"):
-        DiSANTransformerModel.build_variant_attention(args)

@@ -1,23 +1,25 @@
-"""Bad options and bad data.
+"""Option validation of the variant models (ssan_plugin/models/variant_transformer.py and the
+DiSAN / Bi-BloSAN / ReSA / SSAN models built on it) and of the plugin criterions.
 
-Options: every --ssan-*, --disan-*, --biblosan-*, --resa-* and plugin-criterion option goes
-through fairseq-train's own start-up path in-process (argument parsing with the architecture's
+Every --ssan-*, --disan-*, --biblosan-*, --resa-* and plugin-criterion option goes through
+fairseq-train's own start-up path in-process (argument parsing with the architecture's
 defaults, task set-up, build_model, build_criterion: what fairseq-train does before the first
 batch); a bad value must stop it with a message naming the option and the accepted range.
-(tests/test_cli.py runs a few of these through the real CLI; test_variants_cli.py calls the
-model hooks directly.)
-
-Data: empty source lines and sentences longer than the model's maximum positions in
-fairseq-generate (non-UTF-8 input to the preparation scripts is covered by
-tests/test_translation_units.py).
+The model hooks (variant_layers, build_variant_attention) are also called directly.
+(tests/e2e/test_cli.py runs a few of these through the real CLI.)
 """
 
+import argparse
 import re
 
 import pytest
 
 import ssan_plugin  # noqa: F401
-from conftest import PLUGIN_DIR, TINY_MODEL, run_cli
+from conftest import PLUGIN_DIR, TINY_MODEL
+from ssan_plugin.models.biblosan_transformer import BiBloSANTransformerModel, biblosan_transformer
+from ssan_plugin.models.disan_transformer import DiSANTransformerModel, disan_transformer
+from ssan_plugin.models.resa_transformer import ReSATransformerModel, resa_transformer
+
 
 ARCH_CRITERION = {
     "ssan": ["--arch", "ssan_transformer", "--criterion", "selective_label_smoothed_cross_entropy"],
@@ -106,51 +108,31 @@ def test_options_checked_beyond_fairseq(family, flags, message, tiny_bin, capsys
     assert error is not None and re.search(message, error)
 
 
-# ---- data ------------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def model_with_short_positions(tiny_bin, tmp_path_factory):
-    """An SSAN whose encoder takes at most 12 source positions."""
-    save = tmp_path_factory.mktemp("short_positions")
-    run_cli("fairseq-train", tiny_bin, "--user-dir", PLUGIN_DIR, "--cpu", *TINY_MODEL, "--arch", "ssan_transformer",
-            "--criterion", "selective_label_smoothed_cross_entropy", "--optimizer", "adam", "--lr", "1e-3",
-            "--max-tokens", "300", "--max-update", "2", "--save-dir", save, "--disable-validation",
-            "--max-source-positions", "12", "--max-target-positions", "64", "--skip-invalid-size-inputs-valid-test",
-            "--no-epoch-checkpoints", "--no-progress-bar")
-    return save / "checkpoint_last.pt"
+def namespace(fill, **options):
+    args = argparse.Namespace(encoder_layers=2, encoder_embed_dim=16, **options)
+    fill(args)
+    return args
 
 
-def write_bin(tmp_path, tiny_bin, sources):
-    """A test split with the given source lines (targets: one word), in tiny_bin's dictionary."""
-    raw = tmp_path / "raw"
-    raw.mkdir()
-    (raw / "test.src").write_text("".join(s + "\n" for s in sources))
-    (raw / "test.tgt").write_text("".join("kane\n" for _ in sources))
-    dest = tmp_path / "bin"
-    run_cli("fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt", "--testpref", raw / "test",
-            "--destdir", dest, "--srcdict", tiny_bin / "dict.src.txt", "--tgtdict", tiny_bin / "dict.tgt.txt",
-            "--workers", 1)
-    return dest
+@pytest.mark.parametrize("model,fill,options,message", [
+    (DiSANTransformerModel, disan_transformer, dict(disan_query_block=-1), r"--disan-query-block must be >= 0"),
+    (DiSANTransformerModel, disan_transformer, dict(disan_impl="fast"), r"--disan-impl must be"),
+    (DiSANTransformerModel, disan_transformer, dict(disan_layers="0,5"), r"--disan-layers .*\[0, 1\]"),
+    (BiBloSANTransformerModel, biblosan_transformer, dict(biblosan_block_length=-2),
+     r"--biblosan-block-length must be >= 0"),
+    (ReSATransformerModel, resa_transformer, dict(resa_tau=0.0), r"--resa-tau must be finite and > 0"),
+    (ReSATransformerModel, resa_transformer, dict(resa_warmup_updates=-1), r"--resa-warmup-updates must be >= 0"),
+    (ReSATransformerModel, resa_transformer, dict(resa_estimator="a2c"), r"--resa-estimator must be one of"),
+])
+def test_options_are_validated(model, fill, options, message):
+    args = namespace(fill, **options)
+    with pytest.raises(ValueError, match=message):
+        model.variant_layers(args)
+        model.build_variant_attention(args)
 
 
-def test_long_sentences_are_refused_or_skipped_with_a_count_never_truncated(
-        model_with_short_positions, tiny_bin, tmp_path):
-    words = "kane tupego pegotu kahaha".split()
-    sources = [" ".join(words[:3]), " ".join(words * 5), " ".join(words[:2]), ""]  # 3, 20 (> 12), 2, 0 words
-    data = write_bin(tmp_path, tiny_bin, sources)
-    gen = ["fairseq-generate", data, "--user-dir", PLUGIN_DIR, "--cpu", "--path", model_with_short_positions,
-           "--gen-subset", "test", "--beam", 1, "--max-len-b", 5, "--batch-size", 4,
-           "--required-batch-size-multiple", 1]
-    # default: fairseq refuses the whole run, naming the sentence and the limit
-    proc = run_cli(*gen, check=False)
-    assert proc.returncode != 0
-    assert re.search(r"Size of sample #1 is invalid .*max_positions=\(12, 64\)", proc.stderr), proc.stderr[-2000:]
-    # --skip-invalid-size-inputs-valid-test: skipped with a count and a warning; the empty source
-    # line (just </s>) is translated; nothing is truncated to fit
-    proc = run_cli(*gen, "--skip-invalid-size-inputs-valid-test")
-    assert re.search(r"WARNING\S* ?.*1 samples have invalid sizes and will be skipped, "
-                     r"max_positions=\(12, 64\), first few sample ids=\[1\]", proc.stderr), proc.stderr[-2000:]
-    ids = sorted(int(i) for i in re.findall(r"^H-(\d+)\t", proc.stdout, re.M))
-    assert ids == [0, 2, 3]
-    assert re.search(r"^S-3\t$", proc.stdout, re.M)  # the empty line, decoded as such
-    assert "Translated 3 sentences" in proc.stderr  # the total says 3, not "3 of 4": the warning is the count
+def test_odd_width_is_rejected_with_the_option_named():
+    args = namespace(disan_transformer)
+    args.encoder_embed_dim = 15
+    with pytest.raises(ValueError, match="--encoder-embed-dim must be even"):
+        DiSANTransformerModel.build_variant_attention(args)

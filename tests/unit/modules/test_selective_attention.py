@@ -1,8 +1,13 @@
-"""selective_softmax against a direct float64 implementation of the SSAN formula."""
+"""ssan_plugin/modules/selective_attention.py: selective_softmax against a direct float64
+implementation of the SSAN formula; the selective self-attention module inside fairseq's
+encoder layer (attention weights, straight-through, eval, soft selection, statistics, autocast)."""
 
 import pytest
 import torch
+from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
+from helpers.ssan_layer import B, C, H, T, config, inputs, ssan_layer
 
+from ssan_plugin.modules import binary_entropy_from_logits, sample_selection
 from ssan_plugin.modules.selective_attention import selective_softmax
 
 
@@ -114,3 +119,121 @@ def test_large_shift_does_not_change_result():
     base = selective_softmax(logits.float(), select.float(), pad)
     shifted = selective_softmax((logits + 1e4).float(), select.float(), pad)
     torch.testing.assert_close(base, shifted, rtol=1e-2, atol=2e-3)
+
+
+def test_attention_weights_returned_like_fairseq():
+    torch.manual_seed(0)
+    cfg = config()
+    ours, theirs = ssan_layer(cfg).self_attn, TransformerEncoderLayerBase(cfg).self_attn
+    ours.load_state_dict(theirs.state_dict(), strict=False)
+    with torch.no_grad():
+        ours.policy_proj.weight.zero_()
+        ours.policy_proj.bias.fill_(40.0)
+    ours.eval(), theirs.eval()
+    x, pad = inputs(1)
+    _, w1 = ours(x, x, x, key_padding_mask=pad, need_weights=True)
+    _, w2 = theirs(x, x, x, key_padding_mask=pad, need_weights=True)
+    torch.testing.assert_close(w1, w2, rtol=1e-5, atol=1e-6)
+    _, w1 = ours(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True)
+    _, w2 = theirs(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True)
+    assert w1.shape == (H, B, T, T)
+    torch.testing.assert_close(w1.mean(0), w2, rtol=1e-5, atol=1e-6)
+
+
+def test_straight_through_is_binary_and_trains_the_policy():
+    torch.manual_seed(1)
+    layer = ssan_layer(config())
+    layer.train()
+    x, pad = inputs(2)
+    captured = {}
+    attn = layer.self_attn
+    original = attn._statistics
+
+    def spy(policy_logits, select, key_padding_mask):
+        captured["select"] = select
+        return original(policy_logits, select, key_padding_mask)
+
+    attn._statistics = spy
+    out = layer(x, pad)
+    select = captured["select"]
+    assert select.requires_grad
+    assert torch.all((select == 0) | (select == 1)), "forward values must be exactly 0/1"
+    assert 0 < select.mean() < 1
+    out.pow(2).sum().backward()
+    grad = attn.policy_proj.weight.grad
+    assert grad is not None and grad.abs().sum() > 0
+
+
+def test_eval_is_deterministic_and_thresholds_pi():
+    torch.manual_seed(2)
+    layer = ssan_layer(config(dropout=0.1)).eval()
+    x, pad = inputs(3)
+    y1, y2 = layer(x, pad), layer(x, pad)
+    assert torch.equal(y1, y2)
+    logits = torch.randn(2, 3, 4, 4)
+    assert torch.equal(sample_selection(logits, 0.5, "hard", training=False),
+                       (torch.sigmoid(logits) > 0.5).float())
+
+
+def test_soft_selection_has_no_noise():
+    torch.manual_seed(3)
+    layer = ssan_layer(config(), selection="soft").train()
+    x, pad = inputs(4)
+    assert torch.equal(layer(x, pad), layer(x, pad))
+    logits = torch.randn(5, 5)
+    assert torch.equal(sample_selection(logits, 0.5, "soft", training=True), torch.sigmoid(logits))
+
+
+def test_statistics_match_direct_count():
+    torch.manual_seed(4)
+    layer = ssan_layer(config()).eval()
+    x, pad = inputs(5)
+    attn = layer.self_attn
+    captured = {}
+    original = attn._statistics
+
+    def spy(policy_logits, select, key_padding_mask):
+        captured["policy_logits"] = policy_logits
+        return original(policy_logits, select, key_padding_mask)
+
+    attn._statistics = spy
+    layer(x, pad)
+    stats = attn.selection_stats
+    # the policy logits by hand, then the statistics by hand from the module's own logits
+    qk = attn.policy_proj(x)  # T x B x 2C
+    qp, kp = qk[..., :C], qk[..., C:]
+    qp = qp.reshape(T, B, H, C // H).permute(1, 2, 0, 3)
+    kp = kp.reshape(T, B, H, C // H).permute(1, 2, 0, 3)
+    ep = qp @ kp.transpose(-1, -2)  # B, H, T, T
+    torch.testing.assert_close(captured["policy_logits"], ep, rtol=1e-5, atol=1e-5)
+    ep = captured["policy_logits"]
+    sel = (ep > 0).float()
+    selected = pairs = ent = 0.0
+    rate_sum = count_sum = 0.0
+    for b in range(B):
+        n = int((~pad[b]).sum())
+        block = sel[b, :, :n, :n]
+        selected += block.sum().item()
+        pairs += H * n * n
+        ent += binary_entropy_from_logits(ep[b, :, :n, :n]).sum().item()
+        rate_sum += (block.sum(-1) / n).sum().item()  # sum over heads and queries
+        count_sum += block.sum().item()
+    n_queries = int((~pad).sum())
+    assert stats["selected"].item() == pytest.approx(selected)
+    assert stats["pairs"].item() == pytest.approx(pairs)
+    assert stats["entropy_sum"].item() == pytest.approx(ent, rel=1e-5)
+    assert stats["select_rate"].item() == pytest.approx(rate_sum / n_queries, rel=1e-5)
+    assert stats["select_count"].item() == pytest.approx(count_sum / n_queries, rel=1e-5)
+    assert stats["neg_entropy"].item() == pytest.approx(-ent / pairs, rel=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16])
+def test_layer_under_autocast_is_finite(dtype):
+    torch.manual_seed(5)
+    layer = ssan_layer(config()).train()
+    x, pad = inputs(6)
+    x = (x * 1e3).requires_grad_()
+    with torch.autocast("cpu", dtype=dtype):
+        y = layer(x, pad)
+    y.float().sum().backward()
+    assert torch.isfinite(y).all() and torch.isfinite(x.grad).all()

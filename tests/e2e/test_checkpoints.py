@@ -1,7 +1,7 @@
 """Hostile and broken checkpoints on the training paths (resume, --restore-file,
 --finetune-from-model) and for decoding: each fails with a clear error, nothing runs.
 
-(tests/test_cli.py already covers a hostile checkpoint given to fairseq-generate.)
+(tests/e2e/test_cli.py already covers a hostile checkpoint given to fairseq-generate.)
 """
 
 import os

@@ -1,4 +1,4 @@
-"""Helpers shared by tests/test_translation_*.py (not a test module)."""
+"""Helpers shared by the translation tests (tests/unit/translation/, tests/e2e/test_translation*.py)."""
 
 import importlib.util
 import json
@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "scripts"
 SHARED_DATA = ROOT.parent / "shared" / "data"
 PY = sys.executable
@@ -82,3 +82,35 @@ def generate_sources(log_path):
             head, text = line.split("\t", 1)
             out[int(head[2:])] = text
     return out
+
+
+# ---------------------------------------------------------------- prepare_translation.py in-process
+
+PREPARE = load_script("prepare_translation")
+
+
+def write_pairs(directory, split, src, tgt, pairs, src_lang="en", tgt_lang="ro"):
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / f"{split}.{src_lang}").write_text("".join(s + "\n" for s in src), "utf-8")
+    (directory / f"{split}.{tgt_lang}").write_text("".join(t + "\n" for t in tgt), "utf-8")
+
+
+def small_corpus(directory, n_train=40, bad_train=(), src_lang="en", tgt_lang="ro"):
+    src = [f"The house number {i} is green." for i in range(n_train)]
+    tgt = [f"Casa numărul {i} este verde." for i in range(n_train)]
+    for s, t in bad_train:
+        src.append(s)
+        tgt.append(t)
+    write_pairs(directory, "train", src, tgt, None, src_lang, tgt_lang)
+    write_pairs(directory, "valid", ["A house.", "Two houses."], ["O casă.", "Două case."],
+                None, src_lang, tgt_lang)
+    write_pairs(directory, "test", ["Ştiinţa house.", "", "A green house."],
+                ["Ştiinţa casei.", "Ceva.", "O casă verde."], None, src_lang, tgt_lang)
+
+
+def call_prepare(tmp_path, raw, *extra, src="en", tgt="ro"):
+    dest = tmp_path / "bin"
+    argv = ["--src", src, "--tgt", tgt, "--train", str(raw / "train"),
+            "--valid", str(raw / "valid"), "--test", str(raw / "test"),
+            "--dest", str(dest), "--vocab-size", "60", *extra]
+    return PREPARE.main(argv), dest

@@ -1,0 +1,41 @@
+"""A small SSAN encoder layer (fairseq's layer with selective self-attention) and its inputs,
+shared by tests/unit/modules/test_selective_attention.py and test_encoder_layer.py."""
+
+import torch
+from fairseq.models.transformer import TransformerConfig
+from fairseq.models.transformer.transformer_config import EncDecBaseConfig
+
+from ssan_plugin.models.ssan_transformer import build_selective_attention
+from ssan_plugin.modules import AttentionVariantEncoderLayer
+
+
+C, H, T, B = 32, 4, 7, 3
+
+
+def config(dropout=0.0):
+    cfg = TransformerConfig()
+    cfg.encoder = EncDecBaseConfig()  # the dataclass default instance is shared between configs
+    cfg.encoder.embed_dim, cfg.encoder.ffn_embed_dim, cfg.encoder.attention_heads = C, 64, H
+    cfg.dropout = cfg.attention_dropout = cfg.activation_dropout = dropout
+    return cfg
+
+
+def ssan_layer(cfg, tau=0.5, selection="hard"):
+    build = lambda d, c: build_selective_attention(d, c, tau, selection, False)  # noqa: E731
+    return AttentionVariantEncoderLayer(cfg, build)
+
+
+def force_select_all(layer):
+    """Policy logits E_p = (q_p . k_p) = 40^2 * d: every pair selected whatever the noise."""
+    with torch.no_grad():
+        layer.self_attn.policy_proj.weight.zero_()
+        layer.self_attn.policy_proj.bias.fill_(40.0)
+
+
+def inputs(seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(T, B, C, generator=g)
+    pad = torch.zeros(B, T, dtype=torch.bool)
+    pad[1, -3:] = True
+    pad[2, -1:] = True
+    return x, pad

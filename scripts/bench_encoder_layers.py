@@ -113,8 +113,7 @@ def naive_estimate_gb(length, batch, width):
 
 
 def run_point(kind, length, args):
-    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", MALLOC_MMAP_THRESHOLD_="65536",
-               PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", MALLOC_MMAP_THRESHOLD_="65536")
     cmd = [sys.executable, __file__, "--worker", kind, str(length), "--batch", str(args.batch),
            "--width", str(args.width), "--heads", str(args.heads), "--min-time", str(args.min_time)]
     try:

@@ -28,8 +28,9 @@ from tqdm import tqdm
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-sys.path.insert(0, str(ROOT / "scripts"))
-from demo import MODEL  # noqa: E402  (the demo's model size)
+# The demo's model size. Run as a script, Python puts this file's folder (scripts/) first on
+# sys.path, so the sibling demo.py imports as a module: one definition, no path edits.
+from demo import MODEL  # noqa: E402
 
 # Free decoding: each model stops where it likes, so the work differs with what it learnt.
 # Fixed length (every hypothesis exactly 12 tokens): the same decoding work for both models.

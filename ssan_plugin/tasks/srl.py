@@ -1,11 +1,9 @@
-"""fairseq task ``srl``: one tagging instance per predicate (see scripts/prepare_srl.py).
+"""fairseq task ``srl``: one tagging instance per predicate.
 
-Data directory (written by ``scripts/prepare_srl.py``):
-``dict.words.txt``, ``dict.labels.txt`` (fairseq Dictionaries; labels are BIO tags), and per
-split S: ``S.words``, ``S.predicate``, ``S.labels`` (fairseq indexed datasets; one item per
-instance, one entry per word, no EOS; predicate entries are 1 at the predicate word, else 0),
-``S.props`` (gold CoNLL-2005 props file) and ``S.instances.tsv`` (instance -> sentence,
-predicate position).
+Data directory: the layout of ``ssan_plugin.srl.datadir`` (written by
+``scripts/prepare_srl.py``): the word and label Dictionaries, and per split the aligned
+``words`` / ``predicate`` / ``labels`` indexed datasets (one item per instance, one entry per
+word, no EOS; predicate entries are 1 at the predicate word, else 0).
 
 A batch: ``net_input = {src_tokens: (B, T) word ids, src_lengths: (B,), predicate: (B, T) 0/1}``,
 ``target``: (B, T) label ids, padded with the label dictionary's pad index.
@@ -32,11 +30,12 @@ from fairseq.dataclass import FairseqDataclass
 from fairseq.tasks import FairseqTask, register_task
 from omegaconf import II, MISSING
 
+from ..srl import datadir
 from ..srl.viterbi import BIOConstraints, viterbi_decode
 
 logger = logging.getLogger(__name__)
 
-PREDICATE_PAD = 0  # padding value of the predicate-indicator sequences
+PREDICATE_PAD = datadir.NOT_PREDICATE  # padding value of the predicate-indicator sequences
 
 
 @dataclass
@@ -59,8 +58,7 @@ class SRLTask(FairseqTask):
     @classmethod
     def setup_task(cls, cfg: SRLConfig, **kwargs):
         dicts = []
-        for name in ("words", "labels"):
-            path = os.path.join(cfg.data, f"dict.{name}.txt")
+        for path in (datadir.word_dict_path(cfg.data), datadir.label_dict_path(cfg.data)):
             if not os.path.exists(path):
                 raise FileNotFoundError(
                     f"{path} not found: --task srl expects a directory written by "
@@ -79,18 +77,20 @@ class SRLTask(FairseqTask):
         return self.label_dict
 
     def load_dataset(self, split, combine=False, **kwargs):
-        prefix = os.path.join(self.cfg.data, split)
+        dictionaries = {datadir.WORDS: self.word_dict, datadir.PREDICATE: None,
+                        datadir.LABELS: self.label_dict}
         parts = {}
-        for name, dictionary in (("words", self.word_dict), ("predicate", None),
-                                 ("labels", self.label_dict)):
-            ds = data_utils.load_indexed_dataset(f"{prefix}.{name}", dictionary)
+        for name in datadir.INDEXED:
+            prefix = datadir.dataset_prefix(self.cfg.data, split, name)
+            ds = data_utils.load_indexed_dataset(prefix, dictionaries[name])
             if ds is None:
                 raise FileNotFoundError(
-                    f"SRL split {split!r}: {prefix}.{name}.{{bin,idx}} not found "
+                    f"SRL split {split!r}: {prefix}.{{bin,idx}} not found "
                     "(run scripts/prepare_srl.py)"
                 )
             parts[name] = ds
-        words, predicate, labels = parts["words"], parts["predicate"], parts["labels"]
+        words, predicate = parts[datadir.WORDS], parts[datadir.PREDICATE]
+        labels = parts[datadir.LABELS]
         if not (np.array_equal(words.sizes, predicate.sizes)
                 and np.array_equal(words.sizes, labels.sizes)):
             raise ValueError(f"SRL split {split!r}: words, predicate and labels do not align")
@@ -129,7 +129,7 @@ class SRLTask(FairseqTask):
         net_output = model(**sample["net_input"])
         lprobs = model.get_normalized_probs(net_output, log_probs=True)
         lengths = sample["net_input"]["src_lengths"]
-        predicates = sample["net_input"]["predicate"].eq(1).long().argmax(dim=1)
+        predicates = sample["net_input"]["predicate"].eq(datadir.IS_PREDICATE).long().argmax(dim=1)
         paths = viterbi_decode(lprobs, lengths, predicates, self.constraints)
         symbols = self.label_dict.symbols
         ids = sample["id"].tolist()

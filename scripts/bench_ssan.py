@@ -28,9 +28,8 @@ from tqdm import tqdm
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-# The demo's model size. Run as a script, Python puts this file's folder (scripts/) first on
-# sys.path, so the sibling demo.py imports as a module: one definition, no path edits.
-from demo import MODEL  # noqa: E402
+# The demo's model size is the *_small architectures (ssan_plugin/models/architectures.py).
+MODEL = ["--share-all-embeddings", "--dropout", "0.1"]
 
 # Free decoding: each model stops where it likes, so the work differs with what it learnt.
 # Fixed length (every hypothesis exactly 12 tokens): the same decoding work for both models.
@@ -39,8 +38,8 @@ GENERATION = {
     "gen_sps_fixed_len": ["--min-len", "12", "--max-len-a", "0", "--max-len-b", "12"],
 }
 SYSTEMS = {
-    "baseline": ["--arch", "transformer", "--criterion", "label_smoothed_cross_entropy"],
-    "ssan": ["--arch", "ssan_transformer", "--criterion", "selective_label_smoothed_cross_entropy"],
+    "baseline": ["--arch", "transformer_small", "--criterion", "label_smoothed_cross_entropy"],
+    "ssan": ["--arch", "ssan_transformer_small", "--criterion", "selective_label_smoothed_cross_entropy"],
 }
 
 

@@ -19,7 +19,7 @@ def fairseq_checkpoint_globals():
     from omegaconf import DictConfig, ListConfig, nodes
     from omegaconf.base import ContainerMetadata, Metadata
 
-    # Measured (tests/test_reliability_distributed.py): a checkpoint file needs only
+    # Measured (tests/e2e/test_distributed.py): a checkpoint file needs only
     # Namespace; the checkpoint rank 0 broadcasts on distributed resume also pickles omegaconf
     # containers, whose Metadata refers to the classes dict/int/list by name.
     found = [

@@ -1,5 +1,5 @@
-"""A ReSA criterion without a real task and a token-selection toy task, shared by
-tests/unit/modules/test_resa.py and tests/unit/criterions/test_resa_label_smoothed_cross_entropy.py."""
+"""The selective criterion without a real task and a token-selection toy task, shared by
+tests/unit/modules/test_resa.py and tests/unit/criterions/test_selective_label_smoothed_cross_entropy.py."""
 
 from types import SimpleNamespace
 
@@ -7,7 +7,9 @@ import torch
 from fairseq.data import Dictionary
 
 import ssan_plugin  # noqa: F401
-from ssan_plugin.criterions.resa_label_smoothed_cross_entropy import ReSALabelSmoothedCrossEntropyCriterion
+from ssan_plugin.criterions.selective_label_smoothed_cross_entropy import (
+    SelectiveLabelSmoothedCrossEntropyCriterion,
+)
 
 
 torch.set_num_threads(1)
@@ -15,7 +17,7 @@ torch.set_num_threads(1)
 
 def make_criterion(**kwargs):
     task = SimpleNamespace(target_dictionary=Dictionary())
-    return ReSALabelSmoothedCrossEntropyCriterion(task, sentence_avg=False, label_smoothing=0.1, **kwargs)
+    return SelectiveLabelSmoothedCrossEntropyCriterion(task, sentence_avg=False, label_smoothing=0.1, **kwargs)
 
 
 def selection_task(bsz=16, length=6, seed=0):

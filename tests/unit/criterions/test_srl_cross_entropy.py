@@ -25,12 +25,12 @@ def test_criterion_is_token_cross_entropy_plus_selection_regulariser(tiny05):
 
     logits, extra = model(**batch["net_input"])
     assert logits.shape == (3, 4, len(task.label_dict))
-    assert [s["layer"] for s in extra["selection_stats"]] == [1]
+    assert [s.layer for s in extra["selection_stats"]] == [1]
     target = batch["target"]
     keep = target.ne(task.label_dict.pad()) & target.ne(task.label_dict.unk())
     assert int((target == task.label_dict.unk()).sum()) == 1  # the unseen A2 is not scored
     ce = torch.nn.functional.cross_entropy(logits[keep].float(), target[keep], reduction="sum")
-    reg = 0.5 * extra["selection_stats"][0]["select_rate"]
+    reg = 0.5 * extra["selection_stats"][0].pair_rate
     assert sample_size == batch["ntokens"] == 10
     assert float(loss) == pytest.approx(float(ce + reg * sample_size), rel=1e-5)
     assert log["sel_pairs_1"] > 0

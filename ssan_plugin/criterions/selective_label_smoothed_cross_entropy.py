@@ -224,9 +224,14 @@ class SelectiveLabelSmoothedCrossEntropyCriterion(LabelSmoothedCrossEntropyCrite
             "resa_a2": utils.item((advantages**2).sum()),
         }
 
-    def sentence_losses(self, token_loss: Tensor, target: Tensor, bsz: int) -> Tensor:
-        """(B,) detached loss per sentence, summed or averaged over its target tokens."""
-        per_sentence = token_loss.detach().view(bsz, -1).sum(1)
+    @torch.no_grad()
+    def sentence_losses(self, lprobs: Tensor, target: Tensor, bsz: int) -> Tensor:
+        """(B,) loss per sentence (the reward's), summed or averaged over its target tokens;
+        lprobs (B*T, V) and target (B*T,) as get_lprobs_and_target returns them."""
+        token_loss, _ = label_smoothed_nll_loss(
+            lprobs, target, self.eps, ignore_index=self.padding_idx, reduce=False
+        )
+        per_sentence = token_loss.view(bsz, -1).sum(1)
         if self.reward_loss == "token_mean":
             per_sentence = per_sentence / target.view(bsz, -1).ne(self.padding_idx).sum(1).clamp(min=1)
         return per_sentence
@@ -238,11 +243,9 @@ class SelectiveLabelSmoothedCrossEntropyCriterion(LabelSmoothedCrossEntropyCrite
             self.check_model(model)
         net_output = model(**sample["net_input"])
         lprobs, target = self.get_lprobs_and_target(model, net_output, sample)
-        token_loss, token_nll = label_smoothed_nll_loss(
-            lprobs, target, self.eps, ignore_index=self.padding_idx, reduce=False
+        loss, nll_loss = label_smoothed_nll_loss(  # exactly fairseq's (its summation order)
+            lprobs, target, self.eps, ignore_index=self.padding_idx, reduce=reduce
         )
-        loss = token_loss.sum() if reduce else token_loss
-        nll_loss = token_nll.sum() if reduce else token_nll
         bsz = sample["target"].size(0)
         sample_size = bsz if self.sentence_avg else sample["ntokens"]
         records: List[SelectionStats] = net_output[1].get("selection_stats") or []
@@ -262,7 +265,7 @@ class SelectiveLabelSmoothedCrossEntropyCriterion(LabelSmoothedCrossEntropyCrite
         }
         sampled = [record for record in records if record.log_prob is not None]
         if training and sampled:
-            pg, pg_logs = self.policy_loss(sampled, self.sentence_losses(token_loss, target, bsz))
+            pg, pg_logs = self.policy_loss(sampled, self.sentence_losses(lprobs, target, bsz))
             loss = loss + self.policy_weight * pg * sample_size
             logging_output["resa_pg"] = utils.item(pg.detach()) * sample_size
             logging_output.update(pg_logs)

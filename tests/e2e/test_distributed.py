@@ -84,7 +84,7 @@ ARCHS = {
     "biblosan_transformer": ["--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
                              "--biblosan-block-length", "3"],
     # updates 1-2: ReSA warm-up (every token selected, the RSS gets a zero gradient); 3: REINFORCE
-    "resa_transformer": ["--criterion", "resa_label_smoothed_cross_entropy", "--label-smoothing", "0.1",
+    "resa_transformer": ["--criterion", "selective_label_smoothed_cross_entropy", "--label-smoothing", "0.1",
                          "--resa-warmup-updates", "2"],
 }
 

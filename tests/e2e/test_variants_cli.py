@@ -81,7 +81,7 @@ def test_train_and_generate(data_bin, tmp_path, arch, extra):
 
 def test_resa_warmup_resume_generate_interactive(data_bin, tmp_path):
     ckpt = tmp_path / "ckpt"
-    common = ["--criterion", "resa_label_smoothed_cross_entropy", "--label-smoothing", "0.1",
+    common = ["--criterion", "selective_label_smoothed_cross_entropy", "--label-smoothing", "0.1",
               "--resa-warmup-updates", "2", "--resa-lambda", "0.01"]
     log = train(data_bin, "resa_transformer_iwslt_de_en", ckpt, 2, *common)
     warm = re.findall(r"train_inner .*? sel=([\d.]+)", log)
@@ -107,7 +107,7 @@ def test_resa_warmup_resume_generate_interactive(data_bin, tmp_path):
 
 def test_resa_gumbel_trains(data_bin, tmp_path):
     log = train(data_bin, "resa_transformer_iwslt_de_en", tmp_path / "ckpt", 2, "--criterion",
-                "resa_label_smoothed_cross_entropy", "--resa-estimator", "gumbel", "--resa-direction", "bi",
+                "selective_label_smoothed_cross_entropy", "--resa-estimator", "gumbel", "--resa-direction", "bi",
                 "--disable-validation")
     inner = re.findall(r"train_inner .*", log)
     assert inner and all("resa_pg" not in line and "resa_dep_0" in line for line in inner)
@@ -127,7 +127,7 @@ def test_resa_two_process_cpu_training_through_warmup(data_bin, tmp_path):
     for rank in (0, 1):
         cmd = [str(BIN / "fairseq-train"), str(data_bin / "bin"), "--user-dir", str(REPO / "ssan_plugin"),
                "--arch", "resa_transformer_iwslt_de_en", *TINY, "--resa-warmup-updates", "1",
-               "--criterion", "resa_label_smoothed_cross_entropy", "--optimizer", "adam", "--lr", "1e-3",
+               "--criterion", "selective_label_smoothed_cross_entropy", "--optimizer", "adam", "--lr", "1e-3",
                "--max-tokens", "400", "--max-update", "3", "--save-dir", str(tmp_path / "ckpt"), "--cpu",
                "--disable-validation", "--log-format", "simple", "--log-interval", "1", "--no-progress-bar",
                "--distributed-world-size", "2", "--distributed-rank", str(rank), "--device-id", "0",

@@ -1,11 +1,13 @@
 """A small SSAN encoder layer (fairseq's layer with selective self-attention) and its inputs,
 shared by tests/unit/modules/test_selective_attention.py and test_encoder_layer.py."""
 
+import argparse
+
 import torch
 from fairseq.models.transformer import TransformerConfig
 from fairseq.models.transformer.transformer_config import EncDecBaseConfig
 
-from ssan_plugin.models.ssan_transformer import build_selective_attention
+from ssan_plugin.models.ssan_transformer import SSANTransformerModel
 from ssan_plugin.modules import AttentionVariantEncoderLayer
 
 
@@ -20,8 +22,14 @@ def config(dropout=0.0):
     return cfg
 
 
+def build_selective_attention(embed_dim, cfg, tau=0.5, selection="hard"):
+    """The SSAN model's own attention builder, with these options."""
+    args = argparse.Namespace(ssan_tau=tau, ssan_selection=selection, ssan_scale_policy_logits=False)
+    return SSANTransformerModel.build_variant_attention(args, embed_dim, cfg)
+
+
 def ssan_layer(cfg, tau=0.5, selection="hard"):
-    build = lambda d, c: build_selective_attention(d, c, tau, selection, False)  # noqa: E731
+    build = lambda d, c: build_selective_attention(d, c, tau, selection)  # noqa: E731
     return AttentionVariantEncoderLayer(cfg, build)
 
 

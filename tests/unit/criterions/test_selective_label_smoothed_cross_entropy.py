@@ -17,6 +17,7 @@ from ssan_plugin.criterions.selective_label_smoothed_cross_entropy import (
 )
 from ssan_plugin.modules.selection import SelectionStats
 from conftest import PLUGIN_DIR, TINY_MODEL
+from helpers.fairseq_setup import build as start_up, first_batch
 from helpers.resa import make_criterion
 
 
@@ -238,3 +239,52 @@ def test_criterion_during_warmup_gives_zero_policy_gradient():
     assert model.theta.grad is not None and model.theta.grad.abs().max() == 0
     assert "resa_n" not in logs
     assert crit.running_baseline is None
+
+
+def test_checkpointed_ssan_trains_policy_and_refuses_cut_off_regulariser(tiny_bin):
+    task, model, criterion = start_up(tiny_bin, ["--arch", "ssan_transformer", "--checkpoint-activations",
+                                              "--criterion", "selective_label_smoothed_cross_entropy"])
+    sample = first_batch(task)
+    model.train()
+    loss, _, _ = criterion(model, sample)
+    loss.backward()
+    grad = model.encoder.layers[0].self_attn.policy_proj.weight.grad
+    assert grad is not None and grad.abs().sum() > 0  # straight-through through the layer output
+    task, model, criterion = start_up(tiny_bin, ["--arch", "ssan_transformer", "--checkpoint-activations",
+                                              "--criterion", "selective_label_smoothed_cross_entropy",
+                                              "--select-scale", "0.1"])
+    model.train()
+    with pytest.raises(RuntimeError, match="--checkpoint-activations"):
+        criterion(model, sample)
+
+
+def test_regulariser_without_selector_is_an_error(tiny_bin):
+    task, model, criterion = start_up(tiny_bin, ["--arch", "disan_transformer", "--criterion",
+                                              "selective_label_smoothed_cross_entropy", "--select-scale", "0.1"])
+    with pytest.raises(ValueError, match="has none"):
+        criterion(model, first_batch(task))
+
+
+def test_resa_trains_its_samplers_with_the_generic_criterion(tiny_bin):
+    argv = ["--arch", "resa_transformer", "--criterion", "selective_label_smoothed_cross_entropy"]
+    task, model, criterion = start_up(tiny_bin, argv)
+    sample = first_batch(task)
+    before = {n: p.detach().clone() for n, p in model.named_parameters() if "_rss." in n}
+    assert before
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model.train()
+    for _ in range(3):
+        optimizer.zero_grad()
+        loss, _, logging_output = criterion(model, sample)
+        loss.backward()
+        optimizer.step()
+    assert "resa_pg" in logging_output and "resa_var_ratio" not in logging_output
+    unchanged = [n for n, p in model.named_parameters() if n in before and torch.equal(p, before[n])]
+    assert unchanged == []
+    # fairseq's own criterion ignores the selection: the samplers get no gradient at all
+    task, model, plain = start_up(tiny_bin, ["--arch", "resa_transformer", "--criterion",
+                                          "label_smoothed_cross_entropy"])
+    model.train()
+    loss, _, _ = plain(model, sample)
+    loss.backward()
+    assert all(p.grad is None for n, p in model.named_parameters() if "_rss." in n)

@@ -13,19 +13,27 @@ import argparse
 import re
 
 import pytest
+import torch
+from helpers.fairseq_setup import build, first_batch
 
 import ssan_plugin  # noqa: F401
 from conftest import PLUGIN_DIR, TINY_MODEL
-from ssan_plugin.models.biblosan_transformer import BiBloSANTransformerModel, biblosan_transformer
-from ssan_plugin.models.disan_transformer import DiSANTransformerModel, disan_transformer
-from ssan_plugin.models.resa_transformer import ReSATransformerModel, resa_transformer
+from fairseq.models import ARCH_CONFIG_REGISTRY
+from ssan_plugin.models.biblosan_transformer import BiBloSANTransformerModel
+from ssan_plugin.models.disan_transformer import DiSANTransformerModel
+from ssan_plugin.models.resa_transformer import ReSATransformerModel
+from ssan_plugin.models.ssan_transformer import SSANOptions, SSANTransformerModel
+
+disan_transformer = ARCH_CONFIG_REGISTRY["disan_transformer"]
+biblosan_transformer = ARCH_CONFIG_REGISTRY["biblosan_transformer"]
+resa_transformer = ARCH_CONFIG_REGISTRY["resa_transformer"]
 
 
 ARCH_CRITERION = {
     "ssan": ["--arch", "ssan_transformer", "--criterion", "selective_label_smoothed_cross_entropy"],
     "disan": ["--arch", "disan_transformer", "--criterion", "label_smoothed_cross_entropy"],
     "biblosan": ["--arch", "biblosan_transformer", "--criterion", "label_smoothed_cross_entropy"],
-    "resa": ["--arch", "resa_transformer", "--criterion", "resa_label_smoothed_cross_entropy"],
+    "resa": ["--arch", "resa_transformer", "--criterion", "selective_label_smoothed_cross_entropy"],
 }
 
 
@@ -59,7 +67,7 @@ REFUSED = [
     ("ssan", ["--ssan-selection", "sample"], r"--ssan-selection: invalid choice: 'sample' \(choose from 'hard', 'soft'\)"),
     ("ssan", ["--select-scale", "nan"], r"--select-scale must be finite and >= 0"),
     ("ssan", ["--nce-scale", "-1"], r"--nce-scale must be finite and >= 0"),
-    ("ssan", ["--select-penalty-form", "sum"], r"--select-penalty-form must be 'rate' or 'count'"),
+    ("ssan", ["--select-penalty-form", "sum"], r"--select-penalty-form: invalid choice: 'sum' \(choose from 'rate', 'count'\)"),
     ("disan", ["--disan-layers", "-1"], r"--disan-layers '-1': indices must lie in \[0, 1\]"),
     ("disan", ["--disan-impl", "fast"], r"--disan-impl: invalid choice: 'fast' \(choose from 'blocked', 'naive'\)"),
     ("disan", ["--disan-query-block", "-1"], r"--disan-query-block must be >= 0"),
@@ -76,9 +84,9 @@ REFUSED = [
               "--encoder-attention-heads", "3", "--decoder-attention-heads", "3"], None),  # even: accepted
     ("resa", ["--resa-lambda", "-0.1"], r"--resa-lambda must be finite and >= 0"),
     ("resa", ["--resa-policy-weight", "nan"], r"--resa-policy-weight must be finite and >= 0"),
-    ("resa", ["--resa-baseline", "mean"], r"--resa-baseline must be one of \('batch', 'running', 'none'\)"),
+    ("resa", ["--resa-baseline", "mean"], r"--resa-baseline: invalid choice: 'mean' \(choose from 'batch', 'running', 'none'\)"),
     ("resa", ["--resa-baseline-momentum", "1"], r"--resa-baseline-momentum must lie in \[0, 1\)"),
-    ("resa", ["--resa-reward-loss", "max"], r"--resa-reward-loss must be one of \('token_mean', 'sum'\)"),
+    ("resa", ["--resa-reward-loss", "max"], r"--resa-reward-loss: invalid choice: 'max' \(choose from 'token_mean', 'sum'\)"),
 ]
 
 
@@ -92,7 +100,7 @@ def test_options_validated_at_start_up(family, flags, message, tiny_bin, capsys)
         assert re.search(message, error), error
 
 
-# Found by the issue 6 audit: options fairseq itself leaves unchecked, and infinite values.
+# Options fairseq itself leaves unchecked, and infinite values.
 GAPS = [
     ("ssan", ["--label-smoothing", "-0.5"], r"--label-smoothing"),  # fairseq's option, inherited unchecked
     ("resa", ["--label-smoothing", "1.5"], r"--label-smoothing"),
@@ -128,11 +136,59 @@ def test_options_are_validated(model, fill, options, message):
     args = namespace(fill, **options)
     with pytest.raises(ValueError, match=message):
         model.variant_layers(args)
-        model.build_variant_attention(args)
+        model.build_variant_attention(args, args.encoder_embed_dim, None)
 
 
 def test_odd_width_is_rejected_with_the_option_named():
     args = namespace(disan_transformer)
     args.encoder_embed_dim = 15
     with pytest.raises(ValueError, match="--encoder-embed-dim must be even"):
-        DiSANTransformerModel.build_variant_attention(args)
+        DiSANTransformerModel.build_variant_attention(args, args.encoder_embed_dim, None)
+
+
+@pytest.mark.parametrize("arch", ["ssan_transformer", "disan_transformer", "biblosan_transformer",
+                                  "resa_transformer"])
+def test_checkpoint_activations_wraps_variant_layers(tiny_bin, arch):
+    _, plain, _ = build(tiny_bin, ["--arch", arch])
+    _, wrapped, _ = build(tiny_bin, ["--arch", arch, "--checkpoint-activations"])
+    for layer in plain.encoder.layers:
+        assert not hasattr(layer, "precheckpoint_forward")
+    for layer in wrapped.encoder.layers:  # fairseq's checkpoint_wrapper keeps the original forward
+        assert hasattr(layer, "precheckpoint_forward")
+        assert type(layer.self_attn).__name__ != "MultiheadAttention"
+
+
+def test_layer_index_of_records_under_layerdrop(tiny_bin):
+    task, model, criterion = build(tiny_bin, ["--arch", "ssan_transformer", "--encoder-layers", "3",
+                                              "--ssan-layers", "1,2", "--encoder-layerdrop", "0.5",
+                                              "--criterion", "selective_label_smoothed_cross_entropy"])
+    layers = model.encoder.layers  # a LayerDropModuleList: index it, its iterator drops in training
+    assert [type(layers[i].self_attn).__name__ for i in range(3)] == [
+        "MultiheadAttention", "SelectiveMultiheadAttention", "SelectiveMultiheadAttention"]
+    sample = first_batch(task)
+    model.train()
+    seen = set()
+    torch.manual_seed(0)
+    for _ in range(30):
+        out = model.encoder(**{k: v for k, v in sample["net_input"].items() if k != "prev_output_tokens"})
+        records = out["selection_stats"]
+        layers = [r.layer for r in records]
+        assert layers == sorted(layers) and set(layers) <= {1, 2}
+        seen.add(tuple(layers))
+    assert len(seen) > 1  # layerdrop really dropped selective layers in some passes
+    model.eval()
+    out = model.encoder(**{k: v for k, v in sample["net_input"].items() if k != "prev_output_tokens"})
+    assert [r.layer for r in out["selection_stats"]] == [1, 2]
+
+
+def test_options_are_declared_once():
+    parser = argparse.ArgumentParser()
+    SSANTransformerModel.add_variant_args(parser)
+    args = parser.parse_args([])
+    assert vars(args) == {"ssan_layers": "all", "ssan_tau": 0.5, "ssan_selection": "hard",
+                          "ssan_scale_policy_logits": False}
+    assert SSANOptions().ssan_tau == args.ssan_tau
+    old = argparse.Namespace(arch="ssan_transformer")  # args of a checkpoint without the options
+    from fairseq.models import ARCH_CONFIG_REGISTRY
+    ARCH_CONFIG_REGISTRY["ssan_transformer"](old)
+    assert (old.ssan_layers, old.ssan_tau, old.ssan_selection) == ("all", 0.5, "hard")

@@ -27,4 +27,5 @@ def test_select_all_reproduces_fairseq_layer(train, normalize_before):
         g = torch.randn_like(y1)
         (y1 * g).sum().backward(), (y2 * g).sum().backward()
         torch.testing.assert_close(x1.grad, x2.grad, rtol=1e-4, atol=1e-5)
-    assert ours.self_attn.selection_stats["selected"] == ours.self_attn.selection_stats["pairs"]
+    stats = ours.self_attn.pop_selection()
+    assert stats.pairs_selected == stats.pairs_possible

@@ -34,12 +34,12 @@ def test_resa_with_given_selection_matches_direct(direction, straight_through):
     if straight_through:
         module().sum().backward()
         assert m.dep_rss.out.weight.grad.abs().sum() > 0 and m.head_rss.out.weight.grad.abs().sum() > 0
-    stats = m.selection_stats
+    stats = m.pop_selection()
     valid = (~pad).long()
-    assert stats["head_selected"] == (z_head * valid).sum() and stats["dep_selected"] == (z_dep * valid).sum()
+    assert stats.queries_selected == (z_head * valid).sum() and stats.keys_selected == (z_dep * valid).sum()
     pairs = sum(int((z_head[b] * valid[b]).sum() * (z_dep[b] * valid[b]).sum()
                     - (z_head[b] * z_dep[b] * valid[b]).sum()) for b in range(3))
-    assert stats["pair_selected"] == pairs
+    assert stats.pairs_selected == pairs
 
 
 def test_resa_everything_selected_equals_masked_attention():
@@ -50,7 +50,8 @@ def test_resa_everything_selected_equals_masked_attention():
     resa = ReSAAttention(6, warmup_updates=5, direction="none").double()
     assert_same(lambda: resa.encode(x, pad), lambda: resa.blocks[0](x, pad),
                 [x] + list(resa.blocks[0].parameters()))
-    assert resa.selection_stats["selected"] == resa.selection_stats["pairs"]
+    stats = resa.pop_selection()
+    assert stats.pairs_selected == stats.pairs_possible
 
     resa_bi = ReSAAttention(6, warmup_updates=5, direction="bi").double()
     disan = DiSANAttention(6).double()
@@ -66,6 +67,7 @@ def test_resa_rss_learns_known_selection_through_the_criterion():
     and dependents). After training the deterministic selection is exactly the good tokens."""
     torch.manual_seed(0)
     m = ReSAAttention(4, rss_hidden=8)
+    m.keep_selection = True
     crit = make_criterion(resa_lambda=0.0)
     rss = list(m.head_rss.parameters()) + list(m.dep_rss.parameters())
     opt = torch.optim.Adam(rss, lr=0.05)
@@ -74,8 +76,8 @@ def test_resa_rss_learns_known_selection_through_the_criterion():
     m.train()
     for _ in range(120):
         m.encode(x, pad)
-        stats = dict(m.selection_stats, layer=0)
-        z = stats["z_head"] + stats["z_dep"]
+        stats = m.pop_selection()
+        z = stats.selection.sum(1).float()  # heads + dependents
         sentence_loss = (z * bad).sum(1) - (z * good).sum(1)
         pg, logs = crit.policy_loss([stats], sentence_loss)
         opt.zero_grad()
@@ -84,8 +86,9 @@ def test_resa_rss_learns_known_selection_through_the_criterion():
     assert logs["resa_n"] == x.size(0) and logs["resa_a2"] < logs["resa_r2"]
     m.eval()
     m.encode(x, pad)
-    assert torch.equal(m.selection_stats["z_dep"].bool(), good)
-    assert torch.equal(m.selection_stats["z_head"].bool(), good)
+    selection = m.pop_selection().selection
+    assert torch.equal(selection[:, 1], good)
+    assert torch.equal(selection[:, 0], good)
 
 
 def test_sparsity_penalty_lowers_selection():
@@ -98,8 +101,8 @@ def test_sparsity_penalty_lowers_selection():
     rates = []
     for _ in range(60):
         m.encode(x, pad)
-        stats = m.selection_stats
-        rates.append(float(stats["selected"] / stats["pairs"]))
+        stats = m.pop_selection()
+        rates.append(float((stats.queries_selected + stats.keys_selected) / (2 * stats.tokens)))
         pg, _ = crit.policy_loss([stats], torch.zeros(x.size(0)))  # reward = -lambda * fraction
         opt.zero_grad()
         pg.backward()
@@ -113,18 +116,18 @@ def test_resa_warmup_inference_modes_and_checkpointed_update_count():
     m = ReSAAttention(4, warmup_updates=3, rss_hidden=8)
     m.train()
     out = m.encode(x, pad)
-    stats = m.selection_stats
-    assert bool(stats["warmup"]) and stats["selected"] == stats["pairs"]
-    (out.sum() + stats["log_prob"].sum()).backward()
+    stats = m.pop_selection()
+    assert stats.in_warmup and stats.pairs_selected == stats.pairs_possible
+    (out.sum() + stats.log_prob.sum()).backward()
     rss_grads = [p.grad for p in m.head_rss.parameters()] + [p.grad for p in m.dep_rss.parameters()]
     assert all(g is not None and g.abs().max() == 0 for g in rss_grads)  # in the graph, untrained
 
     m.zero_grad(set_to_none=True)
     m.set_num_updates(3)
     out = m.encode(x, pad)
-    stats = m.selection_stats
-    assert not bool(stats["warmup"]) and stats["selected"] < stats["pairs"]
-    assert stats["log_prob"].shape == (4,) and stats["log_prob"].requires_grad
+    stats = m.pop_selection()
+    assert not stats.in_warmup and stats.pairs_selected < stats.pairs_possible
+    assert stats.log_prob.shape == (4,) and stats.log_prob.requires_grad
     out.sum().backward()  # REINFORCE: the main loss sends no gradient to the RSS
     assert all(p.grad is None for p in m.head_rss.parameters())
 
@@ -135,10 +138,12 @@ def test_resa_warmup_inference_modes_and_checkpointed_update_count():
     assert not fresh.in_warmup
 
     m.eval()
+    m.keep_selection = True
     first = m.encode(x, pad)
     assert torch.equal(first, m.encode(x, pad))
-    assert torch.equal(m.selection_stats["z_dep"].bool(), (m.dep_rss(x, (~pad).float()) > 0) & ~pad)
-    assert "log_prob" not in m.selection_stats
+    stats = m.pop_selection()
+    assert torch.equal(stats.selection[:, 1], (m.dep_rss(x, (~pad).float()) > 0) & ~pad)
+    assert stats.log_prob is None
     m.sample_at_inference = True
     draws = {tuple(m.encode(x, pad).flatten().tolist()) for _ in range(5)}
     assert len(draws) > 1
@@ -148,10 +153,12 @@ def test_gumbel_estimator_trains_rss_by_backprop():
     torch.manual_seed(0)
     x, pad, _ = selection_task(bsz=4, length=5)
     m = ReSAAttention(4, estimator="gumbel", rss_hidden=8)
+    m.keep_selection = True
     m.train()
     out = m.encode(x, pad)
-    assert "log_prob" not in m.selection_stats
+    stats = m.pop_selection()
+    assert stats.log_prob is None
     out.pow(2).sum().backward()
     assert m.dep_rss.out.weight.grad.abs().sum() > 0 and m.head_rss.out.weight.grad.abs().sum() > 0
-    z = m.selection_stats["z_dep"]
-    assert set(z.unique().tolist()) <= {0.0, 1.0} and z[pad].abs().max() == 0
+    z = stats.selection[:, 1]
+    assert z.dtype == torch.bool and not z[pad].any()

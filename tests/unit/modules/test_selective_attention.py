@@ -198,7 +198,7 @@ def test_statistics_match_direct_count():
 
     attn._statistics = spy
     layer(x, pad)
-    stats = attn.selection_stats
+    stats = attn.pop_selection()
     # the policy logits by hand, then the statistics by hand from the module's own logits
     qk = attn.policy_proj(x)  # T x B x 2C
     qp, kp = qk[..., :C], qk[..., C:]
@@ -219,12 +219,16 @@ def test_statistics_match_direct_count():
         rate_sum += (block.sum(-1) / n).sum().item()  # sum over heads and queries
         count_sum += block.sum().item()
     n_queries = int((~pad).sum())
-    assert stats["selected"].item() == pytest.approx(selected)
-    assert stats["pairs"].item() == pytest.approx(pairs)
-    assert stats["entropy_sum"].item() == pytest.approx(ent, rel=1e-5)
-    assert stats["select_rate"].item() == pytest.approx(rate_sum / n_queries, rel=1e-5)
-    assert stats["select_count"].item() == pytest.approx(count_sum / n_queries, rel=1e-5)
-    assert stats["neg_entropy"].item() == pytest.approx(-ent / pairs, rel=1e-5)
+    assert stats.pairs_selected.item() == pytest.approx(selected)
+    assert stats.pairs_possible.item() == pytest.approx(pairs) == stats.decisions.item()
+    assert stats.entropy_sum.item() == pytest.approx(ent, rel=1e-5)
+    assert stats.pair_rate.item() == pytest.approx(rate_sum / n_queries, rel=1e-5)
+    assert stats.pair_count.item() == pytest.approx(count_sum / n_queries, rel=1e-5)
+    assert stats.neg_entropy.item() == pytest.approx(-ent / pairs, rel=1e-5)
+    assert stats.selection is None and attn.pop_selection() is None  # taken once, kept only on request
+    attn.keep_selection = True
+    layer.eval()(x, pad)
+    assert torch.equal(attn.pop_selection().selection, ep > 0)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16])

@@ -13,8 +13,8 @@ import torch
 from fairseq.models.transformer import TransformerConfig
 from fairseq.models.transformer.transformer_config import EncDecBaseConfig
 from helpers.numerics import C, DTYPES, H, adversarial_inputs, run_checked
+from helpers.ssan_layer import build_selective_attention
 
-from ssan_plugin.models.ssan_transformer import build_selective_attention
 from ssan_plugin.modules import AttentionVariantEncoderLayer, selective_softmax
 
 
@@ -23,7 +23,7 @@ def ssan_layer(selection="hard", policy_bias=None):
     cfg.encoder = EncDecBaseConfig()
     cfg.encoder.embed_dim, cfg.encoder.ffn_embed_dim, cfg.encoder.attention_heads = C, 32, H
     cfg.dropout = cfg.attention_dropout = cfg.activation_dropout = 0.0
-    layer = AttentionVariantEncoderLayer(cfg, lambda d, c: build_selective_attention(d, c, 0.5, selection, False))
+    layer = AttentionVariantEncoderLayer(cfg, lambda d, c: build_selective_attention(d, c, 0.5, selection))
     if policy_bias is not None:  # W = 0: policy logits = (q bias) . (k bias) = policy_bias * 40 * head dim
         with torch.no_grad():
             layer.self_attn.policy_proj.weight.zero_()
@@ -43,22 +43,23 @@ def test_ssan_layer_adversarial(dtype, length, scale, selection, policy):
     layer = ssan_layer(selection, policy_bias=-40.0 if policy == "all_off" else None).train()
     x, pad = adversarial_inputs(length, scale, all_pad_row=True)
     run_checked(lambda x, pad: layer(x, pad), x, pad, dtype, layer.named_parameters())
-    stats = layer.self_attn.selection_stats
-    # select_rate: see test_ssan_select_rate_with_pad_only_sentence
-    assert all(torch.isfinite(v.float()).all() for k, v in stats.items() if k != "select_rate")
+    stats = layer.self_attn.pop_selection()
+    # pair_rate: see test_ssan_select_rate_with_pad_only_sentence
+    for name in ("pairs_selected", "pairs_possible", "decisions", "entropy_sum", "pair_count", "neg_entropy"):
+        assert torch.isfinite(getattr(stats, name).float()).all(), name
     if policy == "all_off" and selection == "hard":
-        assert float(stats["selected"]) == 0.0
+        assert float(stats.pairs_selected) == 0.0
     layer.eval()
     with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype is torch.bfloat16):
         assert torch.isfinite(layer(x, pad).float()).all()
 
 
 def test_ssan_select_rate_with_pad_only_sentence():
-    """select_rate enters the loss with --select-scale > 0 (--select-penalty-form rate)."""
+    """pair_rate enters the loss with --select-scale > 0 (--select-penalty-form rate)."""
     layer = ssan_layer("hard").train()
     x, pad = adversarial_inputs(7, 1.0, all_pad_row=True)
     layer(x, pad)
-    rate = layer.self_attn.selection_stats["select_rate"]
+    rate = layer.self_attn.pop_selection().pair_rate
     assert torch.isfinite(rate)
 
 

@@ -1,5 +1,5 @@
 """ssan_plugin/modules/variant_self_attention.py: fairseq's self-attention call signature around
-DiSAN, Bi-BloSAN and ReSA (shapes, pads, refused attn_mask, selection_stats), finite values and
+DiSAN, Bi-BloSAN and ReSA (shapes, pads, refused attn_mask, selection records), finite values and
 gradients in bf16 autocast, with 1e4 inputs and with a sentence of padding only."""
 
 import pytest
@@ -11,6 +11,7 @@ from helpers.numerics import DTYPES, VARIANTS, adversarial_inputs, run_checked
 from ssan_plugin.modules.biblosan import BiBloSANAttention
 from ssan_plugin.modules.disan import DiSANAttention
 from ssan_plugin.modules.resa import ReSAAttention
+from ssan_plugin.modules.selection import SelectionReporter, SelectionStats
 
 
 def test_fairseq_call_signature_and_pads():
@@ -27,7 +28,10 @@ def test_fairseq_call_signature_and_pads():
         assert out_nopad.shape == (2, 1, 6)
         with pytest.raises(ValueError, match="attn_mask"):
             attn(query=xt, key=xt, value=xt, attn_mask=torch.zeros(5, 5))
-        assert (attn.selection_stats is None) == (not isinstance(attn, ReSAAttention))
+        # only the selector reports a selection record
+        assert isinstance(attn, SelectionReporter) == isinstance(attn, ReSAAttention)
+        if isinstance(attn, ReSAAttention):
+            assert isinstance(attn.pop_selection(), SelectionStats)
 
 
 @pytest.mark.parametrize("make", [
@@ -65,8 +69,8 @@ def test_variant_with_pad_only_sentence(name, length, dtype):
     out = run_checked(lambda x, pad: attn(x, x, x, key_padding_mask=pad)[0], x, pad, dtype, attn.named_parameters())
     assert out.transpose(0, 1)[pad].abs().max() == 0  # pads (here: a whole sentence) output zero
     if "all_off" in name:
-        stats = attn.selection_stats
-        assert float(stats["head_selected"]) == 0.0 and float(stats["dep_selected"]) == 0.0
+        stats = attn.pop_selection()
+        assert float(stats.queries_selected) == 0.0 and float(stats.keys_selected) == 0.0
     attn.eval()
     with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype is torch.bfloat16):
         assert torch.isfinite(attn(x, x, x, key_padding_mask=pad)[0].float()).all()

@@ -6,7 +6,34 @@ registers the models, criteria and tasks, and allow-lists the globals fairseq ch
 under torch's weights_only loader (see checkpoint_safety).
 """
 
+import warnings
+
 from .checkpoint_safety import allow_fairseq_checkpoint_globals
+
+# Deprecation warnings that fairseq 0.12 itself triggers in hydra and torch on every run
+# (fairseq-train, -generate, ... import this package through --user-dir before they start).
+# Nothing the plugin or its users can fix; each filter names the message and the module that
+# warns, so any other warning, the plugin's own included, still shows.
+_FAIRSEQ_STACK_WARNINGS = (
+    # fairseq's dataclass/utils.py: hydra.experimental initialize/compose, no version_base
+    (r"hydra\.experimental\.(initialize|compose)\(\) is no longer experimental",
+     r"hydra\.experimental\.(initialize|compose)$"),
+    (r"\s*The version_base parameter is not specified", r"hydra\.experimental\.initialize$"),
+    (r"In 'config': Usage of deprecated keyword in package header '# @package _group_'",
+     r"hydra\.core\.default_element$"),
+    (r"\s*'config' is validated against ConfigStore schema with the same name", r"sys$"),
+    (r"\s*The strict flag in the compose API is deprecated", r"hydra\.compose$"),
+    # fairseq's MultiheadAttention: bool key_padding_mask with the decoder's float future mask
+    (r"Support for mismatched key_padding_mask and attn_mask is deprecated",
+     r"torch\.nn\.functional$"),
+    # fairseq's train_step on CPU
+    (r"`torch\.cuda\.amp\.autocast\(args\.\.\.\)` is deprecated", r"fairseq\.tasks\.fairseq_task$"),
+    # fairseq's data iterator asks for pinned memory, also without an accelerator
+    (r"'pin_memory' argument is set as true but no accelerator is found",
+     r"torch\.utils\.data\.dataloader$"),
+)
+for _message, _module in _FAIRSEQ_STACK_WARNINGS:
+    warnings.filterwarnings("ignore", message=_message, module=_module)
 
 allow_fairseq_checkpoint_globals()
 

@@ -3,14 +3,17 @@
 
 Each --system NAME=CHECKPOINT is decoded with fairseq-generate (every sentence checked, order
 restored), sentencepiece removed, detokenised as the data was prepared, and scored against the
-raw --ref with sacrebleu: detokenised BLEU (with signature), chrF, tokenised BLEU. --hyp
-NAME=FILE scores existing detokenised hypotheses. With two or more systems, a paired bootstrap
-(or approximate randomisation) test compares each against the first (the baseline).
+raw --ref with sacrebleu: detokenised BLEU (with signature), chrF, tokenised BLEU (for German
+also the compound-split ##AT## tokenised BLEU). --hyp NAME=FILE scores existing detokenised
+hypotheses; without --data only --hyp systems are allowed, and the target language is
+--tgt-lang or the suffix of --ref. With two or more systems, a paired bootstrap (or approximate
+randomisation) test compares each against the first (the baseline).
 
 Example:
   scripts/evaluate_bleu.py --data data-bin/multi30k_en_de --ref ../shared/data/mt/en-de/test.de \\
       --system baseline=checkpoints/base/checkpoint_best.pt \\
       --system ssan=checkpoints/ssan/checkpoint_best.pt --json runs/en_de_test.json
+  scripts/evaluate_bleu.py --ref test.de --hyp base=base.de --hyp ssan=ssan.de
 """
 
 import argparse
@@ -34,7 +37,10 @@ class _AppendSystem(argparse.Action):
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", required=True, metavar="DIR", help="data-bin with manifest.json")
+    ap.add_argument("--data", metavar="DIR",
+                    help="data-bin with manifest.json (needed to decode --system checkpoints)")
+    ap.add_argument("--tgt-lang", metavar="LANG",
+                    help="without --data: the target language (default: the suffix of --ref)")
     ap.add_argument("--system", dest="systems", action=_AppendSystem, default=[],
                     metavar="NAME=CHECKPOINT", help="a checkpoint to decode (repeatable)")
     ap.add_argument("--hyp", dest="systems", action=_AppendSystem, default=[],
@@ -69,6 +75,12 @@ def parse_args(argv=None):
     args = ap.parse_args(argv)
     if not args.systems:
         ap.error("give at least one --system NAME=CHECKPOINT or --hyp NAME=FILE")
+    if args.data is None and any(kind == "checkpoint" for kind, _ in args.systems):
+        ap.error("--system NAME=CHECKPOINT needs --data (the data-bin it was trained on); "
+                 "without --data only --hyp NAME=FILE can be scored")
+    if args.data is not None and args.tgt_lang is not None:
+        ap.error("--tgt-lang is only for scoring without --data (the manifest names the "
+                 "target language)")
     return args
 
 
@@ -86,7 +98,7 @@ def main(argv=None):
                                      batch_size=args.batch_size, user_dir=args.user_dir,
                                      cpu=args.cpu, extra=args.generate_args),
             paired=args.paired or "bs", paired_n=args.paired_n,
-            skip_recorded_data_check=args.skip_recorded_data_check)
+            skip_recorded_data_check=args.skip_recorded_data_check, tgt_lang=args.tgt_lang)
         result = evaluate(cfg)
     except PipelineError as err:
         print(f"evaluate_bleu.py: error: {err}", file=sys.stderr)

@@ -5,15 +5,20 @@ checkpoints against the dictionary), then decodes each checkpoint (``decode``), 
 sentencepiece (``SentencePieceProcessor.decode_pieces``), detokenises as the manifest says
 (``languages.LanguageConfig.detokenise``) and scores against the raw reference:
 
-- ``bleu``: detokenised sacrebleu BLEU (13a; for Japanese ja-mecab if installed, else char),
-  with its signature;
+- ``bleu``: detokenised sacrebleu BLEU (13a; Japanese always ja-mecab, Chinese zh), with its
+  signature;
 - ``chrf``: sacrebleu chrF2;
 - ``tok_bleu``: BLEU on tokenised hypothesis and reference with sacrebleu ``tokenize='none'``,
   i.e. multi-bleu.perl-style numbers (Moses tokeniser, escape=False, for Moses languages; the
   given segmentation for segmented text; characters for unsegmented CJK);
 - sacrebleu's paired bootstrap resampling (``paired-bs``, default) or approximate
   randomisation (``paired-ar``) of every system against the first one (the baseline): BLEU's
-  95% confidence interval, delta and p-value.
+  95% confidence interval, delta and p-value;
+- ``tok_bleu_compound_split`` (German targets only): tokenised BLEU with hyphenated compounds
+  split as ``##AT##-##AT##``, the number WMT14 En-De papers report.
+
+Without a data-bin (``data=None``) only hypothesis files can be scored; the target language
+then comes from ``tgt_lang`` or the reference's file suffix (``test.de`` -> de).
 """
 
 import json
@@ -24,7 +29,8 @@ from typing import List, Optional
 
 from .checkpoints import check_checkpoint
 from .decode import GenerateOptions, decode
-from .prepare import language_config_from_manifest, load_manifest
+from .languages import LanguageConfig, looks_segmented, require_sacrebleu_tokenizer
+from .pipeline import TextPipeline, decode_pieces
 from .textio import PipelineError, read_lines, write_lines
 
 logger = logging.getLogger("ssan_plugin.translation.evaluate")
@@ -39,7 +45,7 @@ class SystemSpec:
 
 @dataclass
 class EvalConfig:
-    data: str
+    data: Optional[str]  # None: score --hyp files only
     systems: List[SystemSpec]
     ref: str
     subset: str = "test"
@@ -49,6 +55,7 @@ class EvalConfig:
     paired: str = "bs"  # bs | ar
     paired_n: int = 0  # 0: sacrebleu's default (1000 resamples / 10000 trials)
     skip_recorded_data_check: bool = False
+    tgt_lang: Optional[str] = None  # without data: the target language (default: ref suffix)
 
 
 def parse_system(value: str, kind: str) -> SystemSpec:
@@ -68,8 +75,12 @@ def check_systems(cfg: EvalConfig, manifest, n: int):
         if spec.kind == "hyp":
             count = len(read_lines(spec.path))
             if count != n:
-                raise PipelineError(f"--hyp {spec.name}={spec.path} has {count} lines, the "
-                                    f"{cfg.subset} set has {n}")
+                what = f"the {cfg.subset} set has {n}" if manifest else f"--ref has {n}"
+                raise PipelineError(f"--hyp {spec.name}={spec.path} has {count} lines, {what}")
+        elif manifest is None:
+            raise PipelineError(f"--system {spec.name}={spec.path}: decoding a checkpoint "
+                                f"needs --data (the data-bin it was trained on); without "
+                                f"--data only --hyp files are scored")
         else:
             check_checkpoint(spec.path, cfg.data, manifest["src"], manifest["tgt"],
                              compare_recorded_data=not cfg.skip_recorded_data_check)
@@ -98,28 +109,36 @@ def significance(named_hyps, refs, bleu_metric, test_type: str, n_samples: int):
     return signatures[key].format(), scores[key]
 
 
+def target_language(cfg: EvalConfig, refs) -> LanguageConfig:
+    """Without a manifest: --tgt-lang, else the reference's suffix; segmentation detected."""
+    lang = cfg.tgt_lang or Path(cfg.ref).suffix.lstrip(".") or "tgt"
+    return LanguageConfig.create(lang, looks_segmented(refs, lang))
+
+
 def evaluate(cfg: EvalConfig) -> dict:
     from sacrebleu.metrics import BLEU, CHRF
-    import sentencepiece as spm
 
     if cfg.paired not in ("bs", "ar"):
         raise PipelineError(f"paired test must be 'bs' or 'ar', got {cfg.paired!r}")
-    manifest = load_manifest(cfg.data)
-    src, tgt = manifest["src"], manifest["tgt"]
-    n = subset_size(cfg, manifest)
     raw_refs = read_lines(cfg.ref)
-    if len(raw_refs) != n:
-        raise PipelineError(f"reference {cfg.ref} has {len(raw_refs)} lines, but the "
-                            f"{cfg.subset} set of {cfg.data} has {n} sentences")
-    spm_model = Path(manifest["sentencepiece"]["model"])
-    if not spm_model.is_file():
-        spm_model = Path(cfg.data) / spm_model.name
-    if not spm_model.is_file():
-        raise PipelineError(f"sentencepiece model not found: {manifest['sentencepiece']['model']}")
+    if cfg.data is not None:
+        pipeline = TextPipeline.from_data_dir(cfg.data)
+        manifest = pipeline.manifest
+        src, tgt = manifest["src"], manifest["tgt"]
+        n = subset_size(cfg, manifest)
+        if len(raw_refs) != n:
+            raise PipelineError(f"reference {cfg.ref} has {len(raw_refs)} lines, but the "
+                                f"{cfg.subset} set of {cfg.data} has {n} sentences")
+        tgt_lang = pipeline.tgt
+    else:
+        pipeline = manifest = None
+        n = len(raw_refs)
+        tgt_lang = target_language(cfg, raw_refs)
+        tgt = tgt_lang.lang
     check_systems(cfg, manifest, n)
+    tokenize = tgt_lang.sacrebleu_tokenize()
+    require_sacrebleu_tokenizer(tokenize)  # before any decoding
 
-    tgt_lang = language_config_from_manifest(manifest, tgt)
-    sp = spm.SentencePieceProcessor(model_file=str(spm_model))
     refs = [tgt_lang.reference(x) for x in raw_refs]
     hyp_dir = Path(cfg.hyp_dir) if cfg.hyp_dir else (
         Path(cfg.json_out).resolve().parent if cfg.json_out else None)
@@ -136,7 +155,7 @@ def evaluate(cfg: EvalConfig) -> dict:
             log_path = hyp_dir / f"{spec.name}.{cfg.subset}.generate.log" if hyp_dir else None
             decoded = decode(cfg.data, spec.path, src, tgt, cfg.subset, n, cfg.generate,
                              log_path=log_path)
-            hyps = [tgt_lang.detokenise(sp.decode_pieces(p.split())) for p in decoded.pieces]
+            hyps = decode_pieces(tgt_lang, pipeline.sp, decoded.pieces)
             record["sent_per_s"] = decoded.sent_per_s
             record["generate_command"] = decoded.command
             if hyp_dir is not None:
@@ -147,13 +166,14 @@ def evaluate(cfg: EvalConfig) -> dict:
             raise PipelineError(f"{spec.name}: {len(hyps)} hypotheses for {n} references")
         outputs.append((record, hyps))
 
-    tokenize = tgt_lang.sacrebleu_tokenize()
     bleu = BLEU(tokenize=tokenize)
     signature, results = significance([(r["name"], h) for r, h in outputs], refs, bleu,
                                       cfg.paired, cfg.paired_n)
     chrf = CHRF()
     tok_bleu = BLEU(tokenize="none", force=True)
     tok_refs = [tgt_lang.bleu_tokenise(x) for x in refs]
+    split_refs = ([tgt_lang.bleu_tokenise_compound_split(x) for x in refs]
+                  if tgt_lang.compound_split_bleu() else None)
     systems = []
     for i, ((record, hyps), result) in enumerate(zip(outputs, results)):
         entry = {
@@ -164,6 +184,9 @@ def evaluate(cfg: EvalConfig) -> dict:
                                                     [tok_refs]).score),
             "n": len(hyps),
         }
+        if split_refs is not None:
+            entry["tok_bleu_compound_split"] = float(tok_bleu.corpus_score(
+                [tgt_lang.bleu_tokenise_compound_split(h) for h in hyps], [split_refs]).score)
         if i > 0:
             entry["delta"] = entry["bleu"] - systems[0]["bleu"]
             entry["p_value"] = None if result.p_value is None else float(result.p_value)
@@ -186,6 +209,11 @@ def evaluate(cfg: EvalConfig) -> dict:
                       if tgt.lower() == "ro" else "raw reference, unchanged"),
         "test": "paired bootstrap resampling" if cfg.paired == "bs" else "approximate randomisation",
     }
+    if split_refs is not None:
+        notes["tok_bleu_compound_split"] = (
+            "sacrebleu tokenize=none on Moses-tokenised text (sacremoses, escape=False, no "
+            "aggressive dash splits) with hyphenated compounds split as ##AT##-##AT## "
+            "(tensor2tensor get_ende_bleu.sh / fairseq compound_split_bleu.sh)")
     return {"report": report, "notes": notes}
 
 
@@ -194,18 +222,27 @@ def _fmt(x, spec=".2f"):
 
 
 def markdown_table(report: dict, notes: Optional[dict] = None) -> str:
-    rows = ["| system | BLEU ± 95% CI | Δ vs baseline | p-value | chrF | tok BLEU | n | sent/s |",
-            "|---|---|---|---|---|---|---|---|"]
+    split = any("tok_bleu_compound_split" in s for s in report["systems"])
+    head = "| system | BLEU ± 95% CI | Δ vs baseline | p-value | chrF | tok BLEU |"
+    rule = "|---|---|---|---|---|---|"
+    if split:
+        head += " tok BLEU, compound split ##AT## |"
+        rule += "---|"
+    rows = [head + " n | sent/s |", rule + "---|---|"]
     for i, s in enumerate(report["systems"]):
         bleu = f"{s['bleu']:.2f}" + (f" ± {s['bleu_ci']:.2f}" if s.get("bleu_ci") is not None else "")
         delta = "(baseline)" if i == 0 else f"{s['delta']:+.2f}"
         p = "" if i == 0 else _fmt(s.get("p_value"), ".4f")
-        rows.append(f"| {s['name']} | {bleu} | {delta} | {p} | {s['chrf']:.2f} | "
-                    f"{s['tok_bleu']:.2f} | {s['n']} | {_fmt(s.get('sent_per_s'), '.1f')} |")
+        row = f"| {s['name']} | {bleu} | {delta} | {p} | {s['chrf']:.2f} | {s['tok_bleu']:.2f} |"
+        if split:
+            row += f" {_fmt(s.get('tok_bleu_compound_split'))} |"
+        rows.append(row + f" {s['n']} | {_fmt(s.get('sent_per_s'), '.1f')} |")
     lines = rows + ["", f"BLEU signature: {report['signature']}"]
     if notes:
         lines += [f"chrF signature: {notes['chrf_signature']}",
-                  f"tok BLEU: {notes['tok_bleu']}",
-                  f"significance: {notes['test']} against {report['systems'][0]['name']}",
+                  f"tok BLEU: {notes['tok_bleu']}"]
+        if "tok_bleu_compound_split" in notes:
+            lines.append(f"tok BLEU, compound split: {notes['tok_bleu_compound_split']}")
+        lines += [f"significance: {notes['test']} against {report['systems'][0]['name']}",
                   f"reference: {notes['reference']}"]
     return "\n".join(lines)

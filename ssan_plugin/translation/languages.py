@@ -193,10 +193,28 @@ class LanguageConfig:
             return "characters"
         return "the given whitespace segmentation"
 
+    def compound_split_bleu(self) -> bool:
+        """Whether a compound-split tokenised BLEU is reported (German output, as the WMT14
+        En-De papers since Vaswani et al. 2017 report it)."""
+        return self.kind == "moses" and self.lang.lower() in COMPOUND_SPLIT_LANGS
+
+    def bleu_tokenise_compound_split(self, line: str) -> str:
+        """The ``##AT##`` convention (tensor2tensor's get_ende_bleu.sh, fairseq's
+        compound_split_bleu.sh): Moses tokenisation without aggressive dash splits, then every
+        hyphen between two non-space characters becomes the token ``##AT##-##AT##``."""
+        line = clean_whitespace(line)
+        if not self.segmented:
+            line = clean_whitespace(_moses_tokenizer(self.lang.lower()).tokenize(
+                line, escape=False, return_str=True))
+        return compound_split(line)
+
     def sacrebleu_tokenize(self) -> str:
-        """sacrebleu's tokenizer for the detokenised BLEU."""
+        """sacrebleu's tokenizer for the detokenised BLEU. Always the same per language, never
+        chosen by what the machine has installed: Japanese is scored with ja-mecab (MeCab
+        0.996 and the IPA dictionary, both shipped by the pinned mecab-python3 and ipadic
+        packages; ``require_sacrebleu_tokenizer`` stops with an install hint without them)."""
         if self.kind == "cjk":
-            if self.lang.lower() == "ja" and _have_module("MeCab"):
+            if self.lang.lower() == "ja":
                 return "ja-mecab"
             if self.lang.lower() == "zh":
                 return "zh"
@@ -204,7 +222,27 @@ class LanguageConfig:
         return "13a"
 
 
-def _have_module(name):
-    import importlib.util
+COMPOUND_SPLIT_LANGS = frozenset({"de"})
+_COMPOUND_HYPHEN = re.compile(r"(\S)-(\S)")
 
-    return importlib.util.find_spec(name) is not None
+
+def compound_split(line: str) -> str:
+    """perl -ple 's{(\\S)-(\\S)}{$1 ##AT##-##AT## $2}g' (same non-overlapping matches)."""
+    return _COMPOUND_HYPHEN.sub(r"\1 ##AT##-##AT## \2", line)
+
+
+def require_sacrebleu_tokenizer(name: str):
+    """A sacrebleu BLEU metric with tokenizer ``name``, or a PipelineError saying what to
+    install (ja-mecab needs mecab-python3 and ipadic)."""
+    from sacrebleu.metrics import BLEU
+
+    from .textio import PipelineError
+
+    try:
+        return BLEU(tokenize=name)
+    except (RuntimeError, ImportError, AssertionError) as err:
+        hint = (" Install the pinned packages: pip install 'mecab-python3>=1.0.9,<2' "
+                "'ipadic>=1.0,<2' (make install does)." if name == "ja-mecab" else "")
+        raise PipelineError(f"sacrebleu tokenizer {name!r} is not usable here: "
+                            f"{str(err).strip().splitlines()[-1] if str(err).strip() else err!r}."
+                            f"{hint}") from None

@@ -17,6 +17,7 @@ Steps (``prepare``):
 
 import json
 import logging
+import math
 import shlex
 import subprocess
 import sys
@@ -26,12 +27,13 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from .languages import LanguageConfig, looks_segmented
+from .pipeline import (MANIFEST, language_config_from_manifest, load_manifest,  # noqa: F401
+                       pretokenise_lines, spm_encode_lines)
 from .textio import PipelineError, read_lines, sha256, write_lines
 
 logger = logging.getLogger("ssan_plugin.translation.prepare")
 
 SPLITS = ("train", "valid", "test")
-MANIFEST = "manifest.json"
 SPM_PREFIX = "spm"
 
 
@@ -129,11 +131,62 @@ def language_configs(cfg: PrepareConfig, train_texts) -> Dict[str, LanguageConfi
     return configs
 
 
-def _progress(lines, desc):
-    from tqdm import tqdm
+SPM_META_PIECES = 3  # <unk>, <s>, </s> (sentencepiece's defaults; no <pad>)
 
-    return tqdm(lines, desc=desc, unit=" lines", mininterval=2.0, leave=False,
-                disable=len(lines) < 5000)
+
+def character_coverage(cfg: PrepareConfig, configs) -> float:
+    if cfg.character_coverage is not None:
+        return cfg.character_coverage
+    return 0.9995 if any(c.kind == "cjk" for c in configs.values()) else 1.0
+
+
+def required_characters(lines, coverage: float):
+    """What sentencepiece's trainer computes before training: the characters it must keep as
+    pieces to cover ``coverage`` of the (NFKC-normalised, whitespace -> U+2581, one dummy
+    prefix) training text, most frequent first. Returns (required, counts sorted by frequency,
+    total)."""
+    import unicodedata
+    from collections import Counter
+
+    from .pipeline import progress
+
+    counts = Counter()
+    chunk = []
+    for line in progress(lines, "count characters"):
+        chunk.append("\u2581" + "\u2581".join(unicodedata.normalize("NFKC", line).split()))
+        if len(chunk) >= 10000:
+            counts.update("".join(chunk))
+            chunk = []
+    counts.update("".join(chunk))
+    ranked = counts.most_common()
+    total = sum(counts.values())
+    accumulated, required = 0, 0
+    for _, n in ranked:
+        if accumulated / total >= coverage:
+            break
+        accumulated += n
+        required += 1
+    return required, ranked, total
+
+
+def check_vocab_covers_characters(cfg: PrepareConfig, lines, coverage: float):
+    """Stop before any work when sentencepiece would die with "Vocabulary size is smaller than
+    required_chars": name --vocab-size and --character-coverage values that work."""
+    required, ranked, total = required_characters(lines, coverage)
+    if required + SPM_META_PIECES <= cfg.vocab_size:
+        return required
+    fit = max(cfg.vocab_size - SPM_META_PIECES, 1)
+    covered = sum(n for _, n in ranked[:fit]) / total
+    max_coverage = math.floor(covered * 10000) / 10000
+    given = "" if cfg.character_coverage is not None else " (the default)"
+    raise PipelineError(
+        f"--vocab-size {cfg.vocab_size} is too small for this training text: at "
+        f"--character-coverage {coverage:g}{given} sentencepiece must keep {required} "
+        f"characters (of {len(ranked)} distinct) as pieces, plus {SPM_META_PIECES} special "
+        f"pieces = {required + SPM_META_PIECES} > {cfg.vocab_size}. Use --vocab-size "
+        f"{required + SPM_META_PIECES} or more (more leaves room for multi-character pieces), "
+        f"or --character-coverage {max_coverage:g} or less (rarer characters then become "
+        f"<unk>). Nothing was written.")
 
 
 def train_sentencepiece(cfg: PrepareConfig, dest: Path, train_pairs, configs):
@@ -142,9 +195,7 @@ def train_sentencepiece(cfg: PrepareConfig, dest: Path, train_pairs, configs):
     text_dir = dest / "text"
     spm_input = text_dir / "spm_train.txt"
     write_lines(spm_input, [s for pair in train_pairs for s in pair])
-    coverage = cfg.character_coverage
-    if coverage is None:
-        coverage = 0.9995 if any(c.kind == "cjk" for c in configs.values()) else 1.0
+    coverage = character_coverage(cfg, configs)
     options = dict(
         input=str(spm_input),
         model_prefix=str(dest / SPM_PREFIX),
@@ -158,7 +209,12 @@ def train_sentencepiece(cfg: PrepareConfig, dest: Path, train_pairs, configs):
         minloglevel=1,
     )
     logger.info("training sentencepiece: %s", options)
-    spm.SentencePieceTrainer.train(**options)
+    try:
+        spm.SentencePieceTrainer.train(**options)
+    except RuntimeError as err:  # the pre-check missed a case: still a user-facing message
+        raise PipelineError(f"sentencepiece training failed: {str(err).strip()[-300:]} "
+                            f"(options: --vocab-size, --character-coverage, "
+                            f"--spm-model-type)") from None
     spm_input.unlink()
     return spm.SentencePieceProcessor(model_file=str(dest / f"{SPM_PREFIX}.model")), options
 
@@ -208,8 +264,7 @@ def prepare(cfg: PrepareConfig) -> dict:
     processed = {}
     for split in SPLITS:
         processed[split] = {
-            lang: [configs[lang].pretokenise(x)
-                   for x in _progress(texts[split][lang], f"normalise {split}.{lang}")]
+            lang: pretokenise_lines(configs[lang], texts[split][lang], f"normalise {split}.{lang}")
             for lang in langs}
 
     counts = {split: {"input": len(texts[split][cfg.src])} for split in SPLITS}
@@ -227,15 +282,18 @@ def prepare(cfg: PrepareConfig) -> dict:
                            "never filtered)", split, empty)
         counts[split]["empty_side_kept"] = empty
 
+    check_vocab_covers_characters(cfg, [x for pair in train_pairs for x in pair],
+                                  character_coverage(cfg, configs))
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "text").mkdir(exist_ok=True)
     sp, spm_options = train_sentencepiece(cfg, dest, train_pairs, configs)
 
-    def encode(lines):
-        return [" ".join(sp.encode(x, out_type=str)) for x in lines]
+    def encode(lines, desc):
+        return spm_encode_lines(sp, lines, cfg.threads, desc=f"sentencepiece {desc}")
 
     kept_train, too_long, bad_ratio = [], 0, 0
-    for s, t in zip(*(encode(side) for side in zip(*train_pairs))):
+    for s, t in zip(*(encode(side, f"train.{lang}")
+                      for side, lang in zip(zip(*train_pairs), langs))):
         ls, lt = len(s.split()), len(t.split())
         if max(ls, lt) > cfg.max_len:
             too_long += 1
@@ -255,7 +313,8 @@ def prepare(cfg: PrepareConfig) -> dict:
 
     encoded = {"train": dict(zip(langs, map(list, zip(*kept_train))))}
     for split in ("valid", "test"):
-        encoded[split] = {lang: encode(processed[split][lang]) for lang in langs}
+        encoded[split] = {lang: encode(processed[split][lang], f"{split}.{lang}")
+                          for lang in langs}
         counts[split]["kept"] = counts[split]["input"]
     for split in SPLITS:
         for lang in langs:
@@ -300,15 +359,3 @@ def prepare(cfg: PrepareConfig) -> dict:
     logger.info("wrote %s", dest / MANIFEST)
     return manifest
 
-
-def load_manifest(data_dir) -> dict:
-    path = Path(data_dir) / MANIFEST
-    if not path.is_file():
-        raise PipelineError(f"{path} not found: --data must be a directory written by "
-                            f"scripts/prepare_translation.py")
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
-
-
-def language_config_from_manifest(manifest: dict, lang: str) -> LanguageConfig:
-    return LanguageConfig(**manifest["languages"][lang])

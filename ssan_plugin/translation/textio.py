@@ -2,7 +2,7 @@
 
 import hashlib
 from pathlib import Path
-from typing import List
+from typing import List, Tuple
 
 
 class PipelineError(Exception):
@@ -22,14 +22,22 @@ def read_lines(path) -> List[str]:
     Invalid UTF-8 raises PipelineError naming the file, the 1-based line and the bytes.
     """
     path = require_file(path)
-    data = path.read_bytes()
+    return split_lines(path.read_bytes(), str(path))[0]
+
+
+def split_lines(data: bytes, name: str) -> Tuple[List[str], int]:
+    """UTF-8 bytes -> (lines without line ends, number of lines that ended in ``\\r\\n``).
+
+    Only ``\\n`` ends a line (never the other characters ``str.splitlines`` splits on), a
+    last line without ``\\n`` counts, a leading BOM is dropped. Invalid UTF-8 raises
+    PipelineError naming ``name``, the 1-based line and the bytes."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         line = data.count(b"\n", 0, err.start) + 1
         bad = data[err.start:err.end]
         raise PipelineError(
-            f"{path}: line {line} is not valid UTF-8 (bytes {bad!r} at byte offset "
+            f"{name}: line {line} is not valid UTF-8 (bytes {bad!r} at byte offset "
             f"{err.start}); convert the file to UTF-8 first"
         ) from None
     if text.startswith("\ufeff"):
@@ -37,7 +45,8 @@ def read_lines(path) -> List[str]:
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
+    crlf = sum(1 for line in lines if line.endswith("\r"))
+    return [line[:-1] if line.endswith("\r") else line for line in lines], crlf
 
 
 def count_lines(path) -> int:

@@ -1,0 +1,39 @@
+"""Translate raw text from Python with a trained checkpoint and the data-bin it was trained on.
+
+    import ssan_plugin.hub
+    model = ssan_plugin.hub.load("checkpoints/ssan/checkpoint_best.pt", "data-bin/multi30k_en_de")
+    model.translate(["A man in an orange hat.", "Two dogs play in the snow."])
+    # -> ['Ein Mann mit einem orangefarbenen Hut.', 'Zwei Hunde spielen im Schnee.']
+
+The sentences get exactly the preprocessing recorded in ``DATA_DIR/manifest.json``
+(normalisation, Moses tokenisation, the sentencepiece model) and the translations are
+detokenised as ``scripts/evaluate_bleu.py`` does; decoding is fairseq's own (batching,
+SequenceGenerator). See ``ssan_plugin.translation.translator`` for empty and over-long inputs.
+"""
+
+from typing import Optional
+
+from .translation.textio import PipelineError
+from .translation.translator import (TOO_LONG, TranslateOptions, TranslationReport,
+                                     Translator)
+
+__all__ = ["load", "Translator", "TranslateOptions", "TranslationReport", "PipelineError",
+           "TOO_LONG"]
+
+
+def load(checkpoint, data_dir, beam: int = 5, lenpen: float = 1.0, max_len_a: float = 0.0,
+         max_len_b: int = 200, batch_size: int = 64, too_long: str = "error",
+         threads: int = 1, cpu: Optional[bool] = None,
+         compare_recorded_data: bool = True) -> Translator:
+    """A ``Translator`` for ``checkpoint`` (a fairseq checkpoint of any plugin architecture or
+    fairseq's ``transformer``) and ``data_dir`` (the data-bin written by
+    ``scripts/prepare_translation.py`` that it was trained on).
+
+    ``.translate(list_of_raw_sentences)`` returns one detokenised translation per sentence.
+    Raises ``PipelineError`` (with a message for people) on a missing/foreign checkpoint, a
+    data dir without manifest, or (with ``too_long="error"``) an over-long sentence."""
+    options = TranslateOptions(beam=beam, lenpen=lenpen, max_len_a=max_len_a,
+                               max_len_b=max_len_b, batch_size=batch_size, too_long=too_long,
+                               threads=threads, cpu=cpu)
+    return Translator(checkpoint, data_dir, options,
+                      compare_recorded_data=compare_recorded_data)

@@ -1,0 +1,63 @@
+#!/usr/bin/env python
+"""Average the parameters of fairseq checkpoints into one checkpoint.
+
+Every input is loaded with torch's weights_only check and the plugin's allow-list (the globals
+fairseq checkpoints need, nothing else): a file that pickles anything else is refused. The
+result decodes like any checkpoint (fairseq-generate --user-dir ssan_plugin --path AVG.pt,
+scripts/evaluate_bleu.py, scripts/translate.py).
+
+Examples:
+  scripts/average_checkpoints.py --inputs ck/checkpoint8.pt ck/checkpoint9.pt ck/checkpoint10.pt \\
+      --output ck/checkpoint_avg3.pt
+  scripts/average_checkpoints.py --last 5 ck --output ck/checkpoint_avg5.pt
+
+--last N DIR takes the N newest epoch checkpoints (checkpointE.pt) or, when DIR holds update
+checkpoints (checkpoint_E_U.pt, from --save-interval-updates), the N newest of those; keep them
+with --keep-last-epochs N / --keep-interval-updates N while training.
+"""
+
+import argparse
+import logging
+import sys
+
+from ssan_plugin.translation.average import average_checkpoints, last_checkpoints
+from ssan_plugin.translation.textio import PipelineError
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    which = ap.add_mutually_exclusive_group(required=True)
+    which.add_argument("--inputs", nargs="+", metavar="CKPT", help="checkpoints to average")
+    which.add_argument("--last", nargs=2, metavar=("N", "DIR"),
+                       help="the N newest checkpoints of DIR")
+    ap.add_argument("--kind", choices=["auto", "epoch", "update"], default="auto",
+                    help="with --last: epoch (checkpointE.pt) or update (checkpoint_E_U.pt) "
+                         "checkpoints (auto: whichever DIR has)")
+    ap.add_argument("--output", required=True, metavar="AVG.pt")
+    args = ap.parse_args(argv)
+    if args.last is not None:
+        try:
+            args.last[0] = int(args.last[0])
+        except ValueError:
+            ap.error(f"--last N DIR: N must be an integer, got {args.last[0]!r}")
+    return args
+
+
+def main(argv=None):
+    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
+                        level=logging.INFO, stream=sys.stderr, force=True)
+    args = parse_args(argv)
+    try:
+        paths = (args.inputs if args.inputs is not None
+                 else last_checkpoints(args.last[1], args.last[0], args.kind))
+        average_checkpoints(paths, args.output)
+    except PipelineError as err:
+        print(f"average_checkpoints.py: error: {err}", file=sys.stderr)
+        return 2
+    print(f"averaged {len(paths)} checkpoints -> {args.output}: " + " ".join(map(str, paths)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,106 @@
+"""ssan_plugin/translation/evaluate.py and languages.py scoring rules, through
+scripts/evaluate_bleu.py's main in-process: hypothesis files scored without --data, the
+compound-split (##AT##) tokenised BLEU for German, Japanese always on ja-mecab."""
+
+import pytest
+from sacrebleu.metrics import BLEU
+from helpers.translation_testlib import load_script, read_json
+
+from ssan_plugin.translation.languages import (LanguageConfig, compound_split,
+                                               require_sacrebleu_tokenizer)
+from ssan_plugin.translation.textio import PipelineError
+
+EVALUATE = load_script("evaluate_bleu")
+
+REF_DE = ["Ein Boston Terrier läuft über saftig-grünes Gras vor einem weißen Zaun.",
+          "Ein Mann mit einem orange-farbenen Hut, der etwas anstarrt.",
+          "Zwei Hunde spielen im Schnee."]
+HYP_A = ["Ein Boston Terrier läuft über saftig-grünes Gras.",
+         "Ein Mann mit einem orange-farbenen Hut.",
+         "Zwei Hunde spielen im Schnee."]
+HYP_B = ["Ein Terrier läuft über saftig grünes Gras vor einem Zaun.",
+         "Ein Mann mit einem orangen Hut, der anstarrt.",
+         "Zwei Hunde im Schnee."]
+
+
+def write(path, lines):
+    path.write_text("".join(x + "\n" for x in lines), "utf-8")
+    return path
+
+
+def test_compound_split_matches_the_perl_one_liner():
+    # outputs of: perl -ple 's{(\S)-(\S)}{$1 ##AT##-##AT## $2}g'
+    assert compound_split("Ein saftig-grünes Gras a-b-c -x y- 3-4") == \
+        "Ein saftig ##AT##-##AT## grünes Gras a ##AT##-##AT## b-c -x y- 3 ##AT##-##AT## 4"
+    de = LanguageConfig.create("de", segmented=False, aggressive_dash_splits=True)
+    assert de.compound_split_bleu() and not LanguageConfig.create("en", False).compound_split_bleu()
+    # Moses tokenisation first (never the aggressive -a splits), then the compound split
+    assert de.bleu_tokenise_compound_split("über saftig-grünes Gras, vor.") == \
+        "über saftig ##AT##-##AT## grünes Gras , vor ."
+
+
+def test_hypothesis_files_scored_without_data(tmp_path, capsys):
+    ref = write(tmp_path / "test.de", REF_DE)
+    a, b = write(tmp_path / "a.de", HYP_A), write(tmp_path / "b.de", HYP_B)
+    out = tmp_path / "r.json"
+    assert EVALUATE.main(["--ref", str(ref), "--hyp", f"A={a}", "--hyp", f"B={b}",
+                          "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "| tok BLEU, compound split ##AT## |" in printed
+    assert "tok BLEU, compound split: sacrebleu tokenize=none on Moses-tokenised" in printed
+    report = read_json(out)
+    assert "tok:13a" in report["signature"]
+    de = LanguageConfig.create("de", segmented=False)
+    for name, hyps, s in zip("AB", (HYP_A, HYP_B), report["systems"]):
+        assert s["name"] == name and s["n"] == 3
+        assert s["bleu"] == BLEU().corpus_score(hyps, [REF_DE]).score
+        split = BLEU(tokenize="none", force=True).corpus_score(
+            [de.bleu_tokenise_compound_split(h) for h in hyps],
+            [[de.bleu_tokenise_compound_split(r) for r in REF_DE]]).score
+        assert s["tok_bleu_compound_split"] == split
+    # splitting compounds turns one matched token into three: A (compounds right) gains
+    a_sys = report["systems"][0]
+    assert a_sys["tok_bleu_compound_split"] > a_sys["tok_bleu"]
+    assert "delta" in report["systems"][1] and "p_value" in report["systems"][1]
+
+
+def test_without_data_no_compound_column_for_other_languages(tmp_path):
+    ref = write(tmp_path / "test.en", ["A dog runs on well-kept grass."])
+    hyp = write(tmp_path / "h.en", ["A dog runs on grass."])
+    out = tmp_path / "r.json"
+    assert EVALUATE.main(["--ref", str(ref), "--hyp", f"h={hyp}", "--json", str(out)]) == 0
+    assert "tok_bleu_compound_split" not in read_json(out)["systems"][0]
+
+
+def test_checkpoint_without_data_is_refused(tmp_path, capsys):
+    ref = write(tmp_path / "test.de", REF_DE)
+    with pytest.raises(SystemExit) as exit_info:
+        EVALUATE.main(["--ref", str(ref), "--system", f"x={tmp_path / 'c.pt'}"])
+    assert exit_info.value.code == 2
+    assert "--system NAME=CHECKPOINT needs --data" in capsys.readouterr().err
+
+
+def test_hypothesis_with_wrong_line_count_without_data(tmp_path, capsys):
+    ref = write(tmp_path / "test.de", REF_DE)
+    hyp = write(tmp_path / "h.de", HYP_A[:2])
+    assert EVALUATE.main(["--ref", str(ref), "--hyp", f"h={hyp}"]) == 2
+    assert f"--hyp h={hyp} has 2 lines, --ref has 3" in capsys.readouterr().err
+
+
+def test_japanese_always_scored_with_ja_mecab(tmp_path):
+    ja = LanguageConfig.create("ja", segmented=False)
+    assert ja.sacrebleu_tokenize() == "ja-mecab"
+    ref = write(tmp_path / "test.ja", ["猫が大好きです。", "私はテニス部員です。"])
+    hyp = write(tmp_path / "h.ja", ["猫が好きです。", "私はテニス部員です。"])
+    out = tmp_path / "r.json"
+    assert EVALUATE.main(["--ref", str(ref), "--hyp", f"h={hyp}", "--json", str(out)]) == 0
+    # MeCab 0.996 with the IPA dictionary, as the pinned mecab-python3 and ipadic ship them
+    assert "tok:ja-mecab-0.996-IPA" in read_json(out)["signature"]
+
+
+def test_missing_mecab_is_an_install_hint_not_a_fallback(monkeypatch):
+    import sacrebleu.tokenizers.tokenizer_ja_mecab as ja_mecab
+
+    monkeypatch.setattr(ja_mecab, "MeCab", None)
+    with pytest.raises(PipelineError, match="pip install 'mecab-python3>=1.0.9,<2' 'ipadic"):
+        require_sacrebleu_tokenizer("ja-mecab")

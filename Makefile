@@ -26,6 +26,8 @@ $(STAMP): requirements.txt setup.py Makefile
 	$(PIP) install -q --no-deps --no-build-isolation $(FAIRSEQ)
 	$(PIP) install -q -r requirements.txt
 	$(PIP) install -q --no-deps --no-build-isolation -e .
+	@# pip check: only fairseq-fixed's torchaudio may be missing (README, "Packaging")
+	@! $(PIP) check | grep -v -e "requires torchaudio" -e "No broken requirements"
 	$(PY) -c "import torch, fairseq, ssan_plugin; assert torch.__version__.startswith('2.13.0'), torch.__version__; print('installed: torch', torch.__version__, 'fairseq', fairseq.__version__)"
 	touch $(STAMP)
 

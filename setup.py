@@ -1,20 +1,45 @@
+"""ssan_plugin: a fairseq --user-dir plugin.
+
+Dependencies are declared as compatible ranges, for installing the plugin into an existing
+fairseq environment; the exact versions of the tested environment are the lock in
+requirements.txt, which `make install` uses.
+
+fairseq itself is NOT declared: two distributions provide the same `fairseq` package, upstream
+`fairseq` (0.12.2, which does not run on Python 3.11) and `fairseq-fixed` (0.12.3.1, the same
+code with the 3.11 fix). pip cannot express "either", and naming one would make pip install it
+over the other, replacing the user's fairseq. Install one of them first (README, "Packaging");
+`import ssan_plugin` fails with "No module named 'fairseq'" without it. Declaring
+`fairseq-fixed` would also be unsafe for another reason: it is a source release whose isolated
+build pulls a CUDA torch unless installed with --no-build-isolation.
+
+torch is declared with a floor only (the weights_only allow-list API); an environment that has
+fairseq already has torch, and pip leaves it alone.
+"""
+
 from setuptools import find_packages, setup
 
 setup(
     name="ssan_plugin",
     version="0.1.0",
     description="fairseq plugin: selective (SSAN) and directional self-attention encoders",
+    license="MIT",
     python_requires=">=3.11,<3.12",
     packages=find_packages(include=["ssan_plugin", "ssan_plugin.*"]),
-    # Installed by `make install` in a fixed order (torch CPU build, then fairseq-fixed
-    # without build isolation); listed here pinned so that the metadata is honest.
     install_requires=[
-        "torch==2.13.0",
-        "fairseq-fixed==0.12.3.1",
-        "hydra-core==1.3.2",
-        "omegaconf==2.3.0",
-        "sacrebleu==2.6.0",
-        "sentencepiece==0.2.3",
-        "sacremoses==0.2.0",
+        "torch>=2.6",  # weights_only loading by default, torch.serialization.add_safe_globals
+        "numpy>=1.21.3",
+        "omegaconf>=2.1,<2.4",
+        "tqdm>=4.27",
+        "sacrebleu>=2.2,<3",  # sacrebleu.significance.PairedTest, signatures of 2.x
+        "sentencepiece>=0.1.99,<0.3",
+        "sacremoses>=0.0.53,<0.3",
+        # Japanese BLEU is always sacrebleu's ja-mecab (= sacrebleu[ja])
+        "mecab-python3>=1.0.9,<2",
+        "ipadic>=1.0,<2",
     ],
+    extras_require={
+        "tensorboard": ["tensorboard>=2.14,<3"],  # fairseq-train --tensorboard-logdir
+        "bench": ["matplotlib>=3.7"],  # scripts/bench_encoder_layers.py plots
+        "test": ["pytest>=8", "tensorboard>=2.14,<3"],
+    },
 )

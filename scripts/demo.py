@@ -1,12 +1,17 @@
 #!/usr/bin/env python
 """The main job: a baseline Transformer (SAN) and an SSAN, same size, same budget; BLEU table.
 
-Steps (each shows progress): build the raw corpus (the built-in synthetic one unless --data),
-prepare it (scripts/prepare_translation.py: sentencepiece + fairseq-preprocess), train
-`transformer` and `ssan_transformer` with identical options and number of updates, decode the
-test split with fairseq-generate (every sentence; scripts/evaluate_bleu.py checks), score with
-sacrebleu and print: BLEU (paired bootstrap vs the baseline), chrF, selection rate, training
-words/s, parameters.
+Phases, one progress line each on the screen (every child's output goes to OUT/logs/PHASE.log;
+--verbose streams it): build the raw corpus (the built-in synthetic one unless --data), prepare
+it (scripts/prepare_translation.py: sentencepiece + fairseq-preprocess), train `transformer`
+and `ssan_transformer` with identical options and number of updates (side by side, one core
+each, on a machine with two or more cores), decode the test split with fairseq-generate,
+score with sacrebleu (scripts/evaluate_bleu.py: BLEU with a paired bootstrap against the
+baseline, chrF), and look at what SSAN selects. Then the result table, and OUT/report.md with
+the commands that reproduce each system by hand and the figures.
+
+A second run reuses what is done (the corpus, the prepared data, finished trainings and
+decodings; an interrupted training resumes from its last checkpoint); --fresh starts over.
 
     python scripts/demo.py --out runs/demo                 # built-in corpus
     python scripts/demo.py --out runs/mt --data DIR        # DIR/{train,valid,test}.{src,tgt}
@@ -14,13 +19,17 @@ words/s, parameters.
 """
 
 import argparse
+import hashlib
 import json
+import logging
 import os
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -32,135 +41,772 @@ BIN = Path(sys.executable).parent
 MODEL = "--share-all-embeddings --dropout 0.1".split()
 OPTIM = (
     "--optimizer adam --adam-betas (0.9,0.98) --lr 0.002 --lr-scheduler inverse_sqrt "
-    "--warmup-updates 300 --clip-norm 1.0 --label-smoothing 0.1 --max-tokens 4096"
+    "--warmup-updates 150 --clip-norm 1.0 --label-smoothing 0.1 --max-tokens 2048"
 ).split()
 SYSTEMS = {
     "baseline": ["--arch", "transformer_small", "--criterion", "label_smoothed_cross_entropy"],
     "ssan": ["--arch", "ssan_transformer_small", "--criterion", "selective_label_smoothed_cross_entropy"],
 }
+BEAM = 5
+TAIL = 30  # lines of a failed phase's log shown on the screen
+MARKER = ".ssan_demo"  # marks OUT as the demo's own directory (what --fresh may delete)
+BAR = "{desc:<16}{percentage:3.0f}%|{bar:20}| {n_fmt}/{total_fmt} {unit} [{elapsed}<{remaining}{postfix}]"
 
 
-def log(msg):
-    print(f"[demo] {msg}", flush=True)
+def display_path(path) -> str:
+    """A path as the user would type it from the repository root."""
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
 
 
-def run(cmd, log_file=None):
-    """Run a command, streaming its output (and saving it to log_file); fail loudly."""
-    log(" ".join(map(str, cmd)))
-    env = dict(os.environ, PYTHONUNBUFFERED="1")  # stream the child's log lines as they come
-    with subprocess.Popen(list(map(str, cmd)), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, bufsize=1, env=env) as proc:
-        lines = []
-        for line in proc.stdout:
-            lines.append(line)
-            if "tensorboardX" not in line:
-                sys.stdout.write(line)
+def display_command(cmd, env=None) -> str:
+    """The command as one would type it by hand: console scripts by name, paths shortened."""
+    words = [str(c) for c in cmd]
+    if words[:3] == [sys.executable, "-m", "fairseq_cli.generate"]:
+        words = ["fairseq-generate"] + words[3:]
+    elif words and Path(words[0]).parent == BIN:
+        words[0] = Path(words[0]).name
+    elif words and words[0] == sys.executable:
+        words[0] = "python"
+    words = [display_path(w) if w.startswith("/") else w for w in words]
+    prefix = [f"{k}={v}" for k, v in (env or {}).items()]
+    return shlex.join(prefix + words)
+
+
+# --- phases: children with a progress line ----------------------------------------------
+
+class PhaseFailed(Exception):
+    def __init__(self, phase, code):
+        super().__init__(phase.name)
+        self.phase, self.code = phase, code
+
+
+class Phase:
+    """One child process: output to its log file (and the screen with --verbose), progress
+    parsed from its output by ``parse`` (override), one tqdm line on the screen."""
+
+    unit = "steps"
+
+    def __init__(self, name, cmd, log_path, total=1, env=None, append=False):
+        self.name, self.cmd, self.log_path, self.total = name, [str(c) for c in cmd], Path(log_path), total
+        self.env = dict(env or {})
+        self.append = append
+        self.n = 0
+        self.postfix = ""
+        self.proc = None
+        self.reader = None
+        self.started = None
+        self.seconds = None
+
+    def parse(self, line):
+        pass
+
+    def start(self, verbose):
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.log = open(self.log_path, "a" if self.append else "w", encoding="utf-8")
+        self.log.write(f"$ {display_command(self.cmd, self.env)}\n")
+        self.log.flush()
+        env = dict(os.environ, PYTHONUNBUFFERED="1", **self.env)
+        self.started = time.time()
+        self.proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True, bufsize=1, env=env, cwd=ROOT)
+        self.reader = threading.Thread(target=self._read, args=(verbose,), daemon=True)
+        self.reader.start()
+
+    def _read(self, verbose):
+        for line in self.proc.stdout:
+            self.log.write(line)
+            if verbose:
+                sys.stdout.write(f"[{self.name}] {line}")
                 sys.stdout.flush()
-        proc.wait()
-    text = "".join(lines)
-    if log_file:
-        Path(log_file).write_text(text)
-    if proc.returncode != 0:
-        sys.exit(f"[demo] command failed with exit code {proc.returncode}: {cmd[0]}")
-    return text
+            try:
+                self.parse(line)
+            except (ValueError, KeyError):  # a line that only looks like progress
+                pass
+        self.log.flush()
 
+    def poll(self):
+        """None while running; else the exit code (output fully read)."""
+        if self.proc.poll() is None:
+            return None
+        self.reader.join()
+        self.log.close()
+        if self.seconds is None:
+            self.seconds = time.time() - self.started
+        return self.proc.returncode
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+            self.poll()
+
+    def tail(self, n=TAIL):
+        lines = self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+        return lines[-n:]
+
+
+class Screen:
+    """Progress lines: live tqdm bars on a terminal; elsewhere (a pipe, a file) one final line
+    per phase. With --verbose, the children's output instead, and a line per phase."""
+
+    def __init__(self, verbose):
+        from tqdm import tqdm
+
+        self.tqdm = tqdm
+        self.verbose = verbose
+        self.live = sys.stderr.isatty() and not verbose
+        self.bars = {}
+
+    def begin(self, phases):
+        for i, phase in enumerate(phases):
+            if self.live:
+                self.bars[phase.name] = self.tqdm(
+                    total=phase.total, desc=phase.name, unit=phase.unit, bar_format=BAR,
+                    position=i, leave=True, dynamic_ncols=True, mininterval=0.5)
+            elif self.verbose:
+                print(f"== {phase.name}: {display_command(phase.cmd, phase.env)}", flush=True)
+
+    def update(self, phase):
+        bar = self.bars.get(phase.name)
+        if bar is not None:
+            bar.n = min(phase.n, phase.total)
+            bar.set_postfix_str(phase.postfix, refresh=False)
+            bar.refresh()
+
+    def finish(self, phase, ok=True):
+        bar = self.bars.pop(phase.name, None)
+        if bar is not None:
+            bar.n = phase.total if ok else min(phase.n, phase.total)
+            bar.set_postfix_str(phase.postfix, refresh=True)
+            bar.close()
+        elif ok:
+            self.line(phase.name, phase.total, phase.total, phase.unit, phase.seconds, phase.postfix)
+
+    def line(self, name, n, total, unit, seconds, postfix="", note=""):
+        text = self.tqdm.format_meter(n, total, seconds or 0, prefix=name, unit=unit,
+                                      bar_format=BAR, postfix=postfix or None, ncols=100)
+        print(text + (f"  {note}" if note else ""), flush=True)
+
+    def reused(self, name, what):
+        print(f"{name:<16}reused ({what})", flush=True)
+
+
+def run_phases(screen, phases, verbose):
+    """Run the phases side by side; on the first failure stop the others and raise."""
+    screen.begin(phases)
+    for phase in phases:
+        phase.start(verbose)
+    running = list(phases)
+    try:
+        while running:
+            time.sleep(0.3)
+            for phase in list(running):
+                code = phase.poll()
+                screen.update(phase)
+                if code is None:
+                    continue
+                running.remove(phase)
+                if code != 0:
+                    screen.finish(phase, ok=False)
+                    raise PhaseFailed(phase, code)
+                screen.finish(phase)
+    except BaseException:
+        for phase in running:
+            phase.stop()
+            screen.finish(phase, ok=False)
+        raise
+
+
+class CorpusPhase(Phase):
+    unit = "splits"
+
+
+class PreparePhase(Phase):
+    """prepare_translation.py's log: inputs checked, sentencepiece, preprocess, manifest."""
+
+    unit = "steps"
+    STEPS = ((r"\| (train|valid|test): \d+ lines", None), (r"training sentencepiece", 2),
+             (r"running: .*fairseq_cli\.preprocess", 3), (r"wrote .*manifest\.json", 4))
+
+    def parse(self, line):
+        for pattern, step in self.STEPS:
+            if re.search(pattern, line):
+                self.n = max(self.n, step or 1)
+
+
+class TrainPhase(Phase):
+    """fairseq-train --log-format json: updates done, current train loss, last valid loss."""
+
+    unit = "updates"
+    JSON = re.compile(r"\| (train_inner|valid|train) \| (\{.*\})\s*$")
+
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        self.train_loss = self.valid_loss = None
+
+    def parse(self, line):
+        m = self.JSON.search(line)
+        if not m:
+            return
+        kind, record = m.group(1), json.loads(m.group(2))
+        if kind == "valid":
+            self.valid_loss = float(record["valid_loss"])
+            self.n = max(self.n, int(float(record["valid_num_updates"])))
+        else:
+            self.train_loss = float(record["loss"] if kind == "train_inner" else record["train_loss"])
+            key = "num_updates" if kind == "train_inner" else "train_num_updates"
+            self.n = max(self.n, int(float(record[key])))
+        parts = []
+        if self.train_loss is not None:
+            parts.append(f"loss {self.train_loss:.2f}")
+        if self.valid_loss is not None:
+            parts.append(f"valid {self.valid_loss:.2f}")
+        self.postfix = ", ".join(parts)
+
+
+class DecodePhase(Phase):
+    """fairseq-generate: one H- line per translated sentence."""
+
+    unit = "sentences"
+
+    def parse(self, line):
+        if line.startswith("H-"):
+            self.n += 1
+
+
+# --- reuse ----------------------------------------------------------------------------------
+
+class State:
+    """OUT/state/NAME.json: what a finished phase was run with; equal key = reusable."""
+
+    def __init__(self, out):
+        self.dir = out / "state"
+
+    def path(self, name):
+        return self.dir / f"{name}.json"
+
+    def get(self, name):
+        path = self.path(name)
+        return json.loads(path.read_text()) if path.is_file() else None
+
+    def put(self, name, key):
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.path(name).write_text(json.dumps(key, indent=1, sort_keys=True) + "\n")
+
+    def drop(self, name):
+        self.path(name).unlink(missing_ok=True)
+
+
+def fingerprint(*paths) -> str:
+    """Name, size and mtime of files (cheap; enough to notice a changed input)."""
+    h = hashlib.sha256()
+    for p in paths:
+        p = Path(p)
+        st = p.stat()
+        h.update(f"{p.resolve()}|{st.st_size}|{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:16]
+
+
+# --- results --------------------------------------------------------------------------------
+
+def read_training_log(path):
+    """(train_inner records, valid records, parameters) from a fairseq-train json log."""
+    inner, valid, params = [], [], None
+    for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
+        m = TrainPhase.JSON.search(line)
+        if m and m.group(1) == "train_inner":
+            inner.append(json.loads(m.group(2)))
+        elif m and m.group(1) == "valid":
+            valid.append(json.loads(m.group(2)))
+        m = re.search(r"num\. (?:shared )?model params: ([0-9,]+)", line)
+        if m:
+            params = int(m.group(1).replace(",", ""))
+    return inner, valid, params
+
+
+def training_summary(path) -> dict:
+    """Median training words/s over logged intervals (first one skipped), parameters, and
+    the last validation selection rate (SSAN only)."""
+    inner, valid, params = read_training_log(path)
+    wps = [float(r["wps"]) for r in inner if "wps" in r]
+    sel = [float(r["valid_sel"]) for r in valid if "valid_sel" in r]
+    return {"train_wps": statistics.median(wps[1:] or wps) if wps else float("nan"),
+            "params": params, "sel": sel[-1] if sel else None}
+
+
+def plot_curves(logs: dict, path):
+    """Train and valid loss of every system, and SSAN's selection rate, against updates."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax_loss, ax_sel) = plt.subplots(1, 2, figsize=(11, 4))
+    any_sel = False
+    for i, (name, log_path) in enumerate(logs.items()):
+        inner, valid, _ = read_training_log(log_path)
+        color = f"C{i}"
+        if inner:
+            ax_loss.plot([int(float(r["num_updates"])) for r in inner],
+                         [float(r["loss"]) for r in inner], color=color, label=f"{name} train")
+        if valid:
+            ax_loss.plot([int(float(r["valid_num_updates"])) for r in valid],
+                         [float(r["valid_loss"]) for r in valid], color=color, ls="--",
+                         marker="o", label=f"{name} valid")
+        sel_inner = [(int(float(r["num_updates"])), float(r["sel"])) for r in inner if "sel" in r]
+        sel_valid = [(int(float(r["valid_num_updates"])), float(r["valid_sel"]))
+                     for r in valid if "valid_sel" in r]
+        if sel_inner:
+            ax_sel.plot(*zip(*sel_inner), color=color, label=f"{name} train (sampled)")
+            any_sel = True
+        if sel_valid:
+            ax_sel.plot(*zip(*sel_valid), color=color, ls="--", marker="o",
+                        label=f"{name} valid (eval mode)")
+            any_sel = True
+    ax_loss.set_xlabel("updates")
+    ax_loss.set_ylabel("loss (label-smoothed, base 2)")
+    ax_loss.set_title("training curves")
+    ax_loss.legend(fontsize=8)
+    ax_sel.set_xlabel("updates")
+    ax_sel.set_ylabel("sel: fraction of (query, key) pairs selected")
+    ax_sel.set_title("SSAN selection rate")
+    ax_sel.set_ylim(0, 1)
+    if any_sel:
+        ax_sel.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_by_length(report: dict, path) -> bool:
+    """BLEU by source-length bucket per system, if the scorer reported it."""
+    systems = [s for s in report["systems"] if s.get("by_length")]
+    if not systems:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    buckets = [(b["min_len"], b["max_len"]) for b in systems[0]["by_length"]]
+    labels = [f"{lo}-{hi}" if hi < 10_000 else f"{lo}+" for lo, hi in buckets]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    width = 0.8 / len(systems)
+    for i, s in enumerate(systems):
+        values = [b["bleu"] if b.get("n") else 0.0 for b in s["by_length"]]
+        ax.bar([x + i * width for x in range(len(values))], values, width, label=s["name"])
+    counts = [b.get("n", 0) for b in systems[0]["by_length"]]
+    ax.set_xticks([x + 0.4 - width / 2 for x in range(len(labels))])
+    ax.set_xticklabels([f"{l}\n(n={c})" for l, c in zip(labels, counts)])
+    ax.set_xlabel("source length (words)")
+    ax.set_ylabel("BLEU")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def detokenised_hypotheses(data_bin, generate_log, n):
+    """fairseq-generate's H- lines in corpus order, sentencepiece removed and detokenised as
+    the manifest says (what scripts/evaluate_bleu.py does with a checkpoint)."""
+    import sentencepiece as spm
+
+    from ssan_plugin.translation.decode import parse_generate_output
+    from ssan_plugin.translation.prepare import language_config_from_manifest, load_manifest
+
+    manifest = load_manifest(data_bin)
+    sp = spm.SentencePieceProcessor(model_file=spm_model_path(data_bin, manifest))
+    tgt_lang = language_config_from_manifest(manifest, manifest["tgt"])
+    pieces = parse_generate_output(Path(generate_log).read_text(encoding="utf-8"), n)
+    return [tgt_lang.detokenise(sp.decode_pieces(p.split())) for p in pieces]
+
+
+def spm_model_path(data_bin, manifest) -> str:
+    model = Path(manifest["sentencepiece"]["model"])
+    return str(model if model.is_file() else Path(data_bin) / model.name)
+
+
+def analyse_selection_main(argv):
+    """The selection phase, run as a child (``demo.py --analyse-selection ...``): rates of
+    content-word and filler keys (if a labels file is given) and a heat map of one test
+    sentence, written to OUT/selection.json and OUT/selection_heatmap.png."""
+    import logging
+
+    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
+                        level=logging.INFO, stream=sys.stdout)
+    ap = argparse.ArgumentParser(prog="demo.py --analyse-selection")
+    ap.add_argument("--checkpoint", required=True)
+    ap.add_argument("--data-bin", required=True)
+    ap.add_argument("--labels")
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args(argv)
+    result = _analyse_selection(a.checkpoint, Path(a.data_bin), a.labels, Path(a.out))
+    (Path(a.out) / "selection.json").write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps(result))
+    return 0
+
+
+def content_or_filler(label: str) -> str:
+    """The generator's labels: ``filler`` (no translation) or a part of speech (content)."""
+    return "filler" if label == "filler" else "content"
+
+
+def _analyse_selection(checkpoint, data_bin, labels_file, out):
+    from ssan_plugin.analysis import selection as sa
+
+    model, task = sa.load_model(checkpoint, data=data_bin, subset="test")
+    data = task.dataset("test")
+    src_dict = task.source_dictionary
+    sentences = [data.src[i] for i in range(len(data))]
+    pieces = [[src_dict[t] for t in s.tolist()] for s in sentences]
+    result = {"n": len(sentences)}
+    labels = sa.read_word_labels(labels_file) if labels_file else None
+    if labels is not None:
+        check_words(data_bin, pieces, labels)
+        rates = sa.word_label_rates(model, sentences, pieces, labels, src_dict.pad(),
+                                    classify=content_or_filler)
+        result["rates"] = rates.as_dict()
+    # heat map: the first test sentence of moderate length (with fillers, when labelled)
+    pick = next((i for i, p in enumerate(pieces)
+                 if 12 <= len(p) <= 24 and (labels is None or labels[i].count("filler") >= 3)), 0)
+    maps = sa.selection_maps(model, sentences[pick])
+    key_labels = None
+    if labels is not None:
+        key_labels = [None if l is None else content_or_filler(l)
+                      for l in sa.piece_labels(pieces[pick], labels[pick])]
+    heatmap = out / "selection_heatmap.png"
+    sa.plot_selection_heatmap(maps, pieces[pick], heatmap, key_labels=key_labels,
+                              title=f"SSAN selection, test sentence {pick + 1}"
+                                    + (" (grey ticks: fillers)" if key_labels else ""))
+    result.update(heatmap=str(heatmap), heatmap_sentence=pick)
+    return result
+
+
+def check_words(data_bin, pieces, labels):
+    """The pieces the model reads spell the labelled words: decoded with the manifest's
+    sentencepiece model, every test sentence has as many words as labels."""
+    import sentencepiece as spm
+
+    from ssan_plugin.translation.prepare import load_manifest
+
+    if len(pieces) != len(labels):
+        raise ValueError(f"{len(labels)} label lines for {len(pieces)} test sentences")
+    sp = spm.SentencePieceProcessor(model_file=spm_model_path(data_bin, load_manifest(data_bin)))
+    for i, (p, l) in enumerate(zip(pieces, labels)):
+        words = sp.decode_pieces([x for x in p if x not in ("</s>", "<s>")]).split()
+        if len(words) != len(l):
+            raise ValueError(f"test sentence {i + 1}: {len(words)} words, {len(l)} labels")
+
+
+# --- main -----------------------------------------------------------------------------------
 
 def check_raw(data: Path, src: str, tgt: str):
     missing = [f"{data}/{s}.{l}" for s in ("train", "valid", "test") for l in (src, tgt)
                if not (data / f"{s}.{l}").is_file()]
     if missing:
-        sys.exit(f"[demo] --data must hold {{train,valid,test}}.{{{src},{tgt}}} (choose the suffixes "
+        sys.exit(f"demo: --data must hold {{train,valid,test}}.{{{src},{tgt}}} (choose the suffixes "
                  f"with --src/--tgt); missing: " + ", ".join(missing))
 
 
-def training_summary(text: str) -> dict:
-    """Median training words/s over logged intervals (first one skipped), parameters,
-    and the last validation selection rate (SSAN only)."""
-    wps = [float(m) for m in re.findall(r"train_inner \|.* wps=([0-9.]+)", text)]
-    params = re.search(r"num\. shared model params: ([0-9,]+)", text) or re.search(
-        r"num\. model params: ([0-9,]+)", text)
-    sel = re.findall(r"valid on 'valid' subset .*?\| sel ([0-9.]+)", text)
-    return {
-        "train_wps": statistics.median(wps[1:] or wps) if wps else float("nan"),
-        "params": int(params.group(1).replace(",", "")) if params else None,
-        "sel": float(sel[-1]) if sel else None,
-    }
-
-
-def main():
+def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default="runs/demo", help="working directory (checkpoints, logs)")
+    ap.add_argument("--out", default="runs/demo", help="working directory (default runs/demo)")
     ap.add_argument("--data", help="raw corpus DIR/{train,valid,test}.{src,tgt}; default: built-in")
     ap.add_argument("--src", default="src", help="source file suffix in --data (default src)")
     ap.add_argument("--tgt", default="tgt", help="target file suffix in --data (default tgt)")
     ap.add_argument("--data-bin", help="where to write the prepared data (default OUT/data-bin)")
-    ap.add_argument("--max-update", type=int, default=900, help="updates per system (same for both)")
+    ap.add_argument("--max-update", type=int, default=400, help="updates per system (same for both)")
     ap.add_argument("--vocab-size", type=int, default=1000)
     ap.add_argument("--train-size", type=int, default=20000, help="built-in corpus: training pairs")
+    ap.add_argument("--valid-size", type=int, default=500, help="built-in corpus: valid pairs")
+    ap.add_argument("--test-size", type=int, default=500, help="built-in corpus: test pairs")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--fresh", action="store_true", help="delete OUT first")
-    args = ap.parse_args()
+    ap.add_argument("--jobs", type=int, default=None,
+                    help="trainings/decodings side by side (default: 2 with 2+ cores, else 1)")
+    ap.add_argument("--fresh", action="store_true", help="delete OUT's results first, start over")
+    ap.add_argument("--verbose", action="store_true", help="stream every child's output")
+    args = ap.parse_args(argv)
+    if args.max_update < 1:
+        ap.error("--max-update must be at least 1")
+    return args
 
+
+def quiet_logging():
+    """Only warnings and errors of libraries reach the screen (the phases log to files)."""
+    logging.basicConfig(level=logging.WARNING, format="demo: %(levelname)s: %(name)s: %(message)s")
+    logging.getLogger().setLevel(logging.WARNING)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    quiet_logging()
+    started = time.time()
     out = Path(args.out).resolve()
     if args.fresh and out.exists():
+        if not (out / MARKER).exists() and any(out.iterdir()):
+            sys.exit(f"demo: --fresh: {out} is not a directory written by the demo; not deleting it")
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
-    start = time.time()
+    (out / MARKER).touch()
+    logs = out / "logs"
+    state = State(out)
+    cpus = os.cpu_count() or 1
+    jobs = args.jobs or (2 if cpus >= 2 else 1)
+    threads = str(max(1, cpus // jobs))
+    screen = Screen(args.verbose)
 
     if args.data:
         raw = Path(args.data).resolve()
         check_raw(raw, args.src, args.tgt)
+        corpus_desc = display_path(raw)
     else:
         raw = out / "raw"
+        corpus_desc = "the built-in corpus"
         if args.src != "src" or args.tgt != "tgt":
-            sys.exit("[demo] --src/--tgt choose file suffixes of --data; the built-in corpus is src/tgt")
-        if not (raw / "test.tgt").exists():
-            log("1/4 building the synthetic corpus (sparse content words among fillers, reordered)")
-            run([sys.executable, SCRIPTS / "make_synthetic_corpus.py", "--out", raw,
-                 "--train", args.train_size])
+            sys.exit("demo: --src/--tgt choose file suffixes of --data; the built-in corpus is src/tgt")
+    print(f"ssan_plugin demo: Transformer baseline vs SSAN on {corpus_desc}, {args.max_update} "
+          f"updates each -> {display_path(out)}", flush=True)
 
-    data_bin = Path(args.data_bin).resolve() if args.data_bin else out / "data-bin"
-    if not (data_bin / "manifest.json").exists():
-        log("2/4 preparing: sentencepiece + fairseq-preprocess")
-        run([sys.executable, SCRIPTS / "prepare_translation.py", "--src", args.src, "--tgt", args.tgt,
-             "--train", raw / "train", "--valid", raw / "valid", "--test", raw / "test",
-             "--dest", data_bin, "--vocab-size", args.vocab_size, "--overwrite"])
+    try:
+        # 1. corpus
+        if not args.data:
+            cmd = [sys.executable, SCRIPTS / "make_synthetic_corpus.py", "--out", raw,
+                   "--train", args.train_size, "--valid", args.valid_size, "--test", args.test_size,
+                   "--seed", args.seed]
+            key = {"cmd": [str(c) for c in cmd]}
+            if state.get("corpus") == key and (raw / "test.tgt").is_file():
+                screen.reused("corpus", display_path(raw))
+            else:
+                state.drop("corpus")
+                run_phases(screen, [CorpusPhase("corpus", cmd, logs / "corpus.log", total=3)],
+                           args.verbose)
+                state.put("corpus", key)
+        raw_files = [raw / f"{s}.{l}" for s in ("train", "valid", "test") for l in (args.src, args.tgt)]
 
-    summaries = {}
-    for name, flags in SYSTEMS.items():
-        save = out / "checkpoints" / name
-        log(f"3/4 training {name} for {args.max_update} updates")
-        text = run([BIN / "fairseq-train", data_bin, "--user-dir", ROOT / "ssan_plugin", "--cpu",
-                    *flags, *MODEL, *OPTIM, "--max-update", args.max_update, "--seed", args.seed,
-                    "--save-dir", save, "--no-epoch-checkpoints", "--log-format", "simple",
-                    "--log-interval", 50, "--keep-last-epochs", 1], log_file=out / f"train_{name}.log")
-        summaries[name] = training_summary(text)
+        # 2. preparation
+        data_bin = Path(args.data_bin).resolve() if args.data_bin else out / "data-bin"
+        cmd = [sys.executable, SCRIPTS / "prepare_translation.py", "--src", args.src, "--tgt", args.tgt,
+               "--train", raw / "train", "--valid", raw / "valid", "--test", raw / "test",
+               "--dest", data_bin, "--vocab-size", args.vocab_size, "--overwrite"]
+        key = {"cmd": [str(c) for c in cmd], "inputs": fingerprint(*raw_files)}
+        if state.get("prepare") == key and (data_bin / "manifest.json").is_file():
+            screen.reused("preparation", display_path(data_bin))
+        else:
+            state.drop("prepare")
+            run_phases(screen, [PreparePhase("preparation", cmd, logs / "prepare.log", total=4)],
+                       args.verbose)
+            state.put("prepare", key)
+        manifest = json.loads((data_bin / "manifest.json").read_text())
+        n_test = manifest["counts"]["test"]["kept"]
+        data_key = fingerprint(data_bin / "manifest.json")
 
-    log("4/4 decoding the test split and scoring (sacrebleu)")
-    report_path = out / "bleu.json"
-    run([sys.executable, SCRIPTS / "evaluate_bleu.py", "--data", data_bin, "--ref", raw / f"test.{args.tgt}",
-         "--cpu", "--json", report_path, "--beam", 5,
-         *[a for name in SYSTEMS for a in ("--system", f"{name}={out / 'checkpoints' / name / 'checkpoint_best.pt'}")]])
-    report = json.loads(report_path.read_text())
+        # 3. training, side by side
+        env = {"OMP_NUM_THREADS": threads}
+        train_cmds, todo = {}, []
+        for name, flags in SYSTEMS.items():
+            save = out / "checkpoints" / name
+            cmd = [BIN / "fairseq-train", data_bin, "--user-dir", ROOT / "ssan_plugin", "--cpu",
+                   *flags, *MODEL, *OPTIM, "--max-update", args.max_update, "--seed", args.seed,
+                   "--save-dir", save, "--no-epoch-checkpoints", "--save-interval-updates",
+                   max(1, args.max_update // 6), "--keep-interval-updates", 1,
+                   "--num-workers", 0, "--log-format", "json", "--log-interval", 25]
+            train_cmds[name] = (cmd, env)
+            key = {"cmd": [str(c) for c in cmd], "data": data_key}
+            done = state.get(f"train_{name}")
+            if done == key and (save / "checkpoint_best.pt").is_file():
+                screen.reused(f"train {name}", f"{display_path(save)}")
+                continue
+            resume = state.get(f"train_{name}.started") == key
+            if not resume and save.exists():
+                shutil.rmtree(save)  # trained with other options or data: start over
+            state.drop(f"train_{name}")
+            state.put(f"train_{name}.started", key)
+            todo.append((name, key, TrainPhase(f"train {name}", cmd, logs / f"train_{name}.log",
+                                               total=args.max_update, env=env, append=resume)))
+        for batch in chunks(todo, jobs):
+            run_phases(screen, [p for _, _, p in batch], args.verbose)
+            for name, key, _ in batch:
+                state.put(f"train_{name}", key)
 
+        # 4. decoding, side by side
+        from ssan_plugin.translation.decode import GenerateOptions, generate_command
+
+        quiet_logging()  # importing fairseq (through the package) reconfigures the root logger
+
+        hyp_dir = out / "hyps"
+        hyp_dir.mkdir(exist_ok=True)
+        # the built-in corpus's targets are shorter than their sources (fillers dropped)
+        max_len = {} if args.data else {"max_len_a": 1.0, "max_len_b": 10}
+        gen_cmds, todo = {}, []
+        for name in SYSTEMS:
+            ckpt = out / "checkpoints" / name / "checkpoint_best.pt"
+            cmd = generate_command(data_bin, ckpt, args.src, args.tgt, "test", GenerateOptions(
+                beam=BEAM, cpu=True, user_dir=str(ROOT / "ssan_plugin"), **max_len))
+            gen_cmds[name] = (cmd, env)
+            key = {"cmd": cmd, "checkpoint": fingerprint(ckpt)}
+            hyp_file = hyp_dir / f"{name}.test.{args.tgt}"
+            if state.get(f"decode_{name}") == key and hyp_file.is_file():
+                screen.reused(f"decode {name}", display_path(hyp_file))
+                continue
+            state.drop(f"decode_{name}")
+            todo.append((name, key, DecodePhase(f"decode {name}", cmd, logs / f"decode_{name}.log",
+                                                total=n_test, env=env)))
+        for batch in chunks(todo, jobs):
+            run_phases(screen, [p for _, _, p in batch], args.verbose)
+            for name, key, phase in batch:
+                hyps = detokenised_hypotheses(data_bin, phase.log_path, n_test)
+                (hyp_dir / f"{name}.test.{args.tgt}").write_text("".join(h + "\n" for h in hyps),
+                                                                encoding="utf-8")
+                state.put(f"decode_{name}", key)
+
+        # 5. scoring
+        bleu_json = out / "bleu.json"
+        score_cmd = [sys.executable, SCRIPTS / "evaluate_bleu.py", "--data", data_bin,
+                     "--ref", raw / f"test.{args.tgt}", "--json", bleu_json,
+                     *[a for name in SYSTEMS
+                       for a in ("--hyp", f"{name}={hyp_dir / f'{name}.test.{args.tgt}'}")]]
+        run_phases(screen, [Phase("scoring", score_cmd, logs / "score.log")], args.verbose)
+        report = json.loads(bleu_json.read_text())
+
+        # 6. what SSAN selects
+        labels_file = raw / f"test.{args.src}.labels"
+        cmd = [sys.executable, Path(__file__).resolve(), "--analyse-selection",
+               "--checkpoint", out / "checkpoints" / "ssan" / "checkpoint_best.pt",
+               "--data-bin", data_bin, "--out", out,
+               *(["--labels", labels_file] if labels_file.is_file() else [])]
+        run_phases(screen, [Phase("selection", cmd, logs / "selection.log", env=env)], args.verbose)
+        selection = json.loads((out / "selection.json").read_text())
+    except PhaseFailed as err:
+        phase = err.phase
+        print(f"\n{phase.name} failed (exit status {err.code}); the last {TAIL} lines of "
+              f"{display_path(phase.log_path)}:", file=sys.stderr)
+        for line in phase.tail():
+            print(f"    {line}", file=sys.stderr)
+        print(f"\nfull log: {phase.log_path}", file=sys.stderr)
+        return err.code if 0 < err.code < 256 else 1
+    except KeyboardInterrupt:
+        print("\ninterrupted; run the same command again to continue", file=sys.stderr)
+        return 130
+
+    # 7. the table, the figures, the report
+    summaries = {name: training_summary(logs / f"train_{name}.log") for name in SYSTEMS}
+    table = results_table(report, summaries)
+    curves = out / "training_curves.png"
+    plot_curves({name: logs / f"train_{name}.log" for name in SYSTEMS}, curves)
+    by_length = out / "bleu_by_length.png"
+    has_by_length = plot_by_length(report, by_length)
+    rates_line = selection_line(selection)
+    minutes = (time.time() - started) / 60
+    write_report(out / "report.md", args, corpus_desc, report, table, rates_line, selection,
+                 train_cmds, gen_cmds, score_cmd, curves, by_length if has_by_length else None,
+                 minutes, jobs, threads)
+    (out / "RESULTS.md").write_text(
+        f"Test split, {report['systems'][0]['n']} sentences, {args.max_update} updates each, "
+        f"seed {args.seed}.\nBLEU signature: {report['signature']}\n\n{table}\n")
+
+    print("\n" + table + "\n")
+    if rates_line:
+        print(rates_line)
+    print(f"report: {display_path(out / 'report.md')} (figures: "
+          + ", ".join(display_path(p) for p in [curves, Path(selection["heatmap"])]
+                      + ([by_length] if has_by_length else [])) + ")")
+    print(f"done in {minutes:.1f} min; logs in {display_path(logs)}")
+    return 0
+
+
+def chunks(items, size):
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+def results_table(report, summaries) -> str:
     base_wps = summaries["baseline"]["train_wps"]
     rows = ["| system | BLEU | Δ BLEU (p) | chrF | selection rate | train words/s (× baseline) | parameters |",
             "|---|---|---|---|---|---|---|"]
-    for sys_report in report["systems"]:
-        s = summaries[sys_report["name"]]
-        delta = (f"{sys_report['delta']:+.2f} (p={sys_report['p_value']:.3f})"
-                 if "delta" in sys_report else "–")
-        sel = f"{s['sel']:.3f}" if s["sel"] is not None else "1 (all pairs)"
-        rows.append(f"| {sys_report['name']} | {sys_report['bleu']:.2f} | {delta} | {sys_report['chrf']:.2f} | "
-                    f"{sel} | {s['train_wps']:.0f} ({s['train_wps'] / base_wps:.2f}×) | {s['params']:,} |")
-    table = "\n".join(rows)
-    (out / "RESULTS.md").write_text(
-        f"Test split, {report['systems'][0]['n']} sentences, {args.max_update} updates each, seed {args.seed}.\n"
-        f"BLEU signature: {report['signature']}\n\n{table}\n")
-    print("\n" + table)
-    print(f"\nBLEU signature: {report['signature']}")
-    log(f"done in {(time.time() - start) / 60:.1f} min; details in {out}")
+    for s in report["systems"]:
+        summary = summaries[s["name"]]
+        delta = f"{s['delta']:+.2f} (p={s['p_value']:.3f})" if "delta" in s else "–"
+        sel = f"{summary['sel']:.3f}" if summary["sel"] is not None else "1 (all pairs)"
+        params = f"{summary['params']:,}" if summary["params"] else "?"
+        rows.append(f"| {s['name']} | {s['bleu']:.2f} | {delta} | {s['chrf']:.2f} | {sel} | "
+                    f"{summary['train_wps']:.0f} ({summary['train_wps'] / base_wps:.2f}×) | {params} |")
+    return "\n".join(rows)
+
+
+def selection_line(selection) -> str:
+    rates = selection.get("rates")
+    if not rates:
+        return ""
+    per_layer = ", ".join(f"layer {layer} {r['content']:.2f}/{r['filler']:.2f}"
+                          for layer, r in rates["layers"].items())
+    return (f"SSAN selects {rates['all']['content']:.2f} of content-word keys and "
+            f"{rates['all']['filler']:.2f} of filler keys (test split, eval mode, all heads; "
+            f"{per_layer})")
+
+
+def write_report(path, args, corpus_desc, report, table, rates_line, selection, train_cmds,
+                 gen_cmds, score_cmd, curves, by_length, minutes, jobs, threads):
+    out = path.parent
+    lines = [
+        "# ssan_plugin demo: Transformer baseline vs SSAN", "",
+        f"Corpus: {corpus_desc}. Both systems: same size (`_small`: 3 + 3 layers, width 128, 4 "
+        f"heads), same options, {args.max_update} updates, seed {args.seed}; the checkpoint with "
+        f"the best validation loss decodes the test split ({report['systems'][0]['n']} sentences, "
+        f"beam {BEAM}). Run time {minutes:.1f} min ({jobs} job(s) side by side, "
+        f"{threads} thread(s) each).", "",
+        table, "",
+        f"BLEU signature: `{report['signature']}`. Δ BLEU: against the baseline, p from sacrebleu's "
+        "paired bootstrap resampling (1000 resamples). Selection rate: fraction of non-pad (query, "
+        "key) pairs selected, all heads and layers, on the validation split at the end of training "
+        "(eval mode: `1[pi > 0.5]`). Train words/s: median over logged intervals of one process.", "",
+    ]
+    if rates_line:
+        lines += ["## What SSAN selects", "",
+                  rates_line + ". Content words are the generator's nouns, verbs, adjectives, "
+                  "adverbs, pre/postpositions and conjunctions; fillers are the words without a "
+                  "translation (filler words, distractor markers and the content words they "
+                  "mark), from `raw/test.src.labels`; sentencepiece pieces are mapped back to "
+                  "words. Queries: every non-pad position.", ""]
+    lines += ["## Figures", "", f"![training curves]({curves.name})", "",
+              "Training curves: label-smoothed loss (base 2) of each training interval and of "
+              "each validation, and SSAN's selection rate `sel` (sampled in training, eval "
+              "mode on validation), against updates.", "",
+              f"![selection heat map]({Path(selection['heatmap']).name})", "",
+              f"SSAN's eval-mode selection on test sentence {selection['heatmap_sentence'] + 1}: "
+              "one panel per encoder layer, cell (query, key) = fraction of the 4 heads "
+              "that select the key" + (" (grey tick labels: fillers)." if rates_line else "."), ""]
+    if by_length:
+        lines += [f"![BLEU by source length]({by_length.name})", "",
+                  "BLEU by source-length bucket (words), from `scripts/evaluate_bleu.py`.", ""]
+    else:
+        lines += ["BLEU by source length: not shown (this version of `scripts/evaluate_bleu.py` "
+                  "does not report it).", ""]
+    lines += ["## Reproduce by hand", "",
+              "From the repository root, with the virtualenv active (`. .venv/bin/activate`):", "",
+              "```"]
+    for name in SYSTEMS:
+        cmd, env = train_cmds[name]
+        lines.append(display_command(cmd, env))
+    for name in SYSTEMS:
+        cmd, env = gen_cmds[name]
+        lines.append(display_command(cmd, env) + f" > {name}.test.generate.out")
+    lines += ["```", "",
+              "The H- lines of each fairseq-generate output, in sentence-id order, are sentencepiece "
+              "pieces; `scripts/evaluate_bleu.py` removes sentencepiece, detokenises and scores "
+              "them (it also decodes checkpoints itself with the same options):", "", "```",
+              display_command(score_cmd), "```", "",
+              f"Logs of every step: `{display_path(out / 'logs')}/`.", ""]
+    path.write_text("\n".join(lines), encoding="utf-8")
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--analyse-selection"]:
+        sys.exit(analyse_selection_main(sys.argv[2:]))
+    sys.exit(main())

@@ -1,13 +1,19 @@
 #!/usr/bin/env python
 """A small deterministic parallel corpus where selection can matter (the demo's default).
 
-Source sentences (SOV, adjectives after nouns) carry a few content words; about half of
-the source tokens are distractor fillers that have no translation. Targets are SVO with
-adjectives before nouns and prepositional phrases moved to the end, fillers dropped: the
-model must find the sparse content words and reorder them.
+Source sentences are verb-final (S PP O ADV V, nouns before their adjectives, postpositions,
+a clause-final conjunction between two clauses) and carry many *fillers*: words with no
+translation, either plain filler words or *distractors* (a marker followed by a real content
+word, e.g. a noun, that must not be translated). Targets are S V ADV O PP with adjectives
+before nouns and prepositions, the two clauses of a sentence in the opposite order, fillers and
+distractors dropped. A model must find the sparse content words among look-alikes, decide from
+context which of them count, and reorder them.
 
-Writes OUT/{train,valid,test}.{src,tgt}, one sentence per line; the same seed gives
-byte-identical files.
+Writes OUT/{train,valid,test}.{src,tgt}, one sentence per line, and OUT/{split}.src.labels:
+one label per source word, aligned with the words of the .src line: ``filler`` for every word
+without a translation (filler words, distractor markers and the distracted content words),
+otherwise the word's part of speech (``noun``, ``adj``, ``verb``, ``adv``, ``prep``,
+``conj``). The same seed gives byte-identical files.
 """
 
 import argparse
@@ -16,6 +22,9 @@ import random
 
 SRC_SYLLABLES = ["ka", "lo", "mi", "tu", "ra", "ne", "so", "vi", "pe", "du", "go", "ha"]
 TGT_SYLLABLES = ["bel", "dor", "fin", "gar", "hum", "jol", "kir", "lun", "mar", "nop", "sut", "wex"]
+FILLER = "filler"
+#: lexicon sizes: (source, target) word pairs per part of speech
+LEXICON_SIZES = (("noun", 160), ("verb", 50), ("adj", 50), ("adv", 20), ("prep", 8), ("conj", 4))
 
 
 def make_words(rng, syllables, count, lengths, taken):
@@ -30,26 +39,45 @@ def make_words(rng, syllables, count, lengths, taken):
 
 
 def make_lexicon(seed: int):
+    """({pos: [(src, tgt), ...]}, filler words, distractor markers); deterministic in seed."""
     rng = random.Random(seed)
     src_taken, tgt_taken = set(), set()
+    markers = make_words(rng, SRC_SYLLABLES, 3, (2,), src_taken)  # first: short words left
     lex = {}
-    for kind, count in (("noun", 80), ("verb", 30), ("adj", 30), ("prep", 6)):
+    for kind, count in LEXICON_SIZES:
         src = make_words(rng, SRC_SYLLABLES, count, (2, 3), src_taken)
-        tgt = make_words(rng, TGT_SYLLABLES, count, (1, 2, 2), tgt_taken)
+        tgt = make_words(rng, TGT_SYLLABLES, count, (1, 2, 2, 3), tgt_taken)
         lex[kind] = list(zip(src, tgt))
-    fillers = make_words(rng, SRC_SYLLABLES, 40, (2, 3), src_taken)
-    return lex, fillers
+    fillers = make_words(rng, SRC_SYLLABLES, 60, (2, 3), src_taken)
+    return lex, fillers, markers
+
+
+class Sentence:
+    """A source under construction: words and their labels, plus the target words."""
+
+    def __init__(self):
+        self.src, self.labels = [], []
+
+    def add(self, word, label):
+        self.src.append(word)
+        self.labels.append(label)
 
 
 def noun_phrase(rng, lex):
+    """(source [(word, pos)], target words): source noun adj adj, target adj adj noun."""
     noun = rng.choice(lex["noun"])
-    adj = rng.choice(lex["adj"]) if rng.random() < 0.5 else None
-    src = [noun[0]] + ([adj[0]] if adj else [])  # source: noun adj
-    tgt = ([adj[1]] if adj else []) + [noun[1]]  # target: adj noun
+    adjs = []
+    if rng.random() < 0.5:
+        adjs.append(rng.choice(lex["adj"]))
+        if rng.random() < 0.3:
+            adjs.append(rng.choice(lex["adj"]))
+    src = [(noun[0], "noun")] + [(a[0], "adj") for a in adjs]
+    tgt = [a[1] for a in reversed(adjs)] + [noun[1]]
     return src, tgt
 
 
-def sentence(rng, lex, fillers, filler_rate: float):
+def clause(rng, lex):
+    """(source [(word, pos)], target words) of one clause: S PP O ADV V -> S V ADV O PP."""
     subj_s, subj_t = noun_phrase(rng, lex)
     obj_s, obj_t = noun_phrase(rng, lex)
     verb = rng.choice(lex["verb"])
@@ -57,31 +85,54 @@ def sentence(rng, lex, fillers, filler_rate: float):
     if rng.random() < 0.5:
         prep = rng.choice(lex["prep"])
         np_s, np_t = noun_phrase(rng, lex)
-        pp_s, pp_t = np_s + [prep[0]], [prep[1]] + np_t  # postposition -> preposition
-    content = subj_s + pp_s + obj_s + [verb[0]]  # S PP O V
-    target = subj_t + [verb[1]] + obj_t + pp_t  # S V O PP
-    source = []
-    for word in content:
+        pp_s, pp_t = np_s + [(prep[0], "prep")], [prep[1]] + np_t  # postposition -> preposition
+    adv_s, adv_t = [], []
+    if rng.random() < 0.4:
+        adv = rng.choice(lex["adv"])
+        adv_s, adv_t = [(adv[0], "adv")], [adv[1]]
+    source = subj_s + pp_s + obj_s + adv_s + [(verb[0], "verb")]
+    target = subj_t + [verb[1]] + adv_t + obj_t + pp_t
+    return source, target
+
+
+def sentence(rng, lex, fillers, markers, filler_rate: float, distractor_rate: float,
+             two_clause_rate: float):
+    """(source, target, labels) strings; labels aligned with the source words."""
+    content, target = clause(rng, lex)
+    if rng.random() < two_clause_rate:
+        second_s, second_t = clause(rng, lex)
+        conj = rng.choice(lex["conj"])
+        content = content + second_s + [(conj[0], "conj")]  # C1 C2 conj -> C2 conj C1
+        target = second_t + [conj[1]] + target
+    out = Sentence()
+
+    def fill():
         while rng.random() < filler_rate:
-            source.append(rng.choice(fillers))
-        source.append(word)
-    while rng.random() < filler_rate:
-        source.append(rng.choice(fillers))
-    return " ".join(source), " ".join(target)
+            if rng.random() < distractor_rate:  # a marker and a content word to skip
+                out.add(rng.choice(markers), FILLER)
+                kind = rng.choice(("noun", "noun", "adj", "verb"))
+                out.add(rng.choice(lex[kind])[0], FILLER)
+            else:
+                out.add(rng.choice(fillers), FILLER)
+
+    for word, pos in content:
+        fill()
+        out.add(word, pos)
+    fill()
+    return " ".join(out.src), " ".join(target), " ".join(out.labels)
 
 
-def write_corpus(out: str, sizes, seed: int = 1, filler_rate: float = 0.5):
-    lex, fillers = make_lexicon(seed)
+def write_corpus(out: str, sizes, seed: int = 1, filler_rate: float = 0.5,
+                 distractor_rate: float = 0.3, two_clause_rate: float = 0.5):
+    lex, fillers, markers = make_lexicon(seed)
     os.makedirs(out, exist_ok=True)
     for split_index, (split, n) in enumerate(sizes.items()):
         rng = random.Random(seed * 1000 + split_index)
-        pairs = [sentence(rng, lex, fillers, filler_rate) for _ in range(n)]
-        with open(os.path.join(out, f"{split}.src"), "w", encoding="utf-8") as fs, open(
-            os.path.join(out, f"{split}.tgt"), "w", encoding="utf-8"
-        ) as ft:
-            for s, t in pairs:
-                fs.write(s + "\n")
-                ft.write(t + "\n")
+        triples = [sentence(rng, lex, fillers, markers, filler_rate, distractor_rate,
+                            two_clause_rate) for _ in range(n)]
+        for suffix, column in (("src", 0), ("tgt", 1), ("src.labels", 2)):
+            with open(os.path.join(out, f"{split}.{suffix}"), "w", encoding="utf-8") as f:
+                f.writelines(t[column] + "\n" for t in triples)
 
 
 def main():
@@ -92,12 +143,18 @@ def main():
     ap.add_argument("--test", type=int, default=500)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--filler-rate", type=float, default=0.5,
-                    help="probability of one more filler before each content word")
+                    help="probability of one more filler before each content word (0.5)")
+    ap.add_argument("--distractor-rate", type=float, default=0.3,
+                    help="fraction of fillers that are a marker + a content word to skip (0.3)")
+    ap.add_argument("--two-clause-rate", type=float, default=0.5,
+                    help="fraction of sentences with two clauses, reversed in the target (0.5)")
     args = ap.parse_args()
-    if not 0 <= args.filler_rate < 1:
-        ap.error("--filler-rate must lie in [0, 1)")
+    for name in ("filler_rate", "distractor_rate", "two_clause_rate"):
+        value = getattr(args, name)
+        if not 0 <= value < 1 or (name != "filler_rate" and not value <= 1):
+            ap.error(f"--{name.replace('_', '-')} must lie in [0, 1)")
     write_corpus(args.out, {"train": args.train, "valid": args.valid, "test": args.test},
-                 args.seed, args.filler_rate)
+                 args.seed, args.filler_rate, args.distractor_rate, args.two_clause_rate)
 
 
 if __name__ == "__main__":

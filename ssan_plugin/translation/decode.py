@@ -99,20 +99,43 @@ def parse_speed(text: str) -> Optional[float]:
     return float(m.group(4)) if m else None
 
 
+def run_with_progress(command, expected: int, desc: str):
+    """Run fairseq-generate, reading its output as it comes: a progress bar over the H- lines
+    (sentences decoded so far) on stderr. Returns (exit code, stdout, stderr)."""
+    import tempfile
+
+    from .pipeline import progress
+
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as err:
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, text=True,
+                                bufsize=1)
+        out = []
+        bar = progress(range(expected), desc, unit=" sentences", min_total=200)
+        for line in proc.stdout:
+            out.append(line)
+            if line.startswith("H-"):
+                bar.update(1)
+        bar.close()
+        returncode = proc.wait()
+        err.seek(0)
+        return returncode, "".join(out), err.read()
+
+
 def decode(data, checkpoint, src, tgt, subset, expected: int, opts: GenerateOptions,
            log_path=None) -> Decoded:
     command = generate_command(data, checkpoint, src, tgt, subset, opts)
     logger.info("running: %s", shlex.join(command))
     started = time.time()
-    result = subprocess.run(command, capture_output=True, text=True)
+    returncode, stdout, stderr = run_with_progress(command, expected,
+                                                   f"decode {Path(checkpoint).name}")
     wall = time.time() - started
-    log = result.stdout + ("\n" + result.stderr if result.stderr else "")
+    log = stdout + ("\n" + stderr if stderr else "")
     if log_path is not None:
         Path(log_path).write_text(log, encoding="utf-8")
-    if result.returncode != 0:
+    if returncode != 0:
         tail = "\n".join(log.strip().splitlines()[-25:])
         raise PipelineError(f"fairseq-generate failed for {checkpoint} (exit "
-                            f"{result.returncode}):\n{tail}")
-    pieces = parse_generate_output(result.stdout, expected)
+                            f"{returncode}):\n{tail}")
+    pieces = parse_generate_output(stdout, expected)
     return Decoded(pieces=pieces, sent_per_s=parse_speed(log), wall_seconds=wall,
                    command=shlex.join(command), log=log)

@@ -232,10 +232,18 @@ def run_preprocess(cfg: PrepareConfig, dest: Path) -> List[str]:
         "--workers", str(cfg.workers),
     ]
     logger.info("running: %s", shlex.join(command))
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0:
-        tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-20:])
-        raise PipelineError(f"fairseq-preprocess failed (exit {result.returncode}):\n{tail}")
+    # its log lines are passed on as they come (binarising a large corpus takes minutes)
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, bufsize=1)
+    output = []
+    for line in proc.stdout:
+        output.append(line)
+        if line.startswith("INFO:fairseq_cli.preprocess:") and "Namespace(" not in line:
+            logger.info("fairseq-preprocess: %s", line.rstrip().split(":", 2)[-1])
+    returncode = proc.wait()
+    if returncode != 0:
+        tail = "\n".join("".join(output).strip().splitlines()[-20:])
+        raise PipelineError(f"fairseq-preprocess failed (exit {returncode}):\n{tail}")
     return command
 
 

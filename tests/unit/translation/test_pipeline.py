@@ -33,3 +33,20 @@ def test_split_lines_only_on_newline():
     data = "\ufeffa\r\nb\u2028c\x0cd\n\r\nlast".encode("utf-8")
     lines, crlf = split_lines(data, "x")
     assert lines == ["a", "b\u2028c\x0cd", "", "last"] and crlf == 2
+
+
+def test_text_pipeline_reproduces_the_prepared_test_split(tmp_path):
+    """The shared function applied to the raw test file gives exactly the pieces preparation
+    wrote (Moses normalisation and tokenisation, Romanian cedillas, an empty line)."""
+    from helpers.translation_testlib import call_prepare, small_corpus
+
+    raw = tmp_path / "raw"
+    small_corpus(raw)
+    code, dest = call_prepare(tmp_path, raw)
+    assert code == 0
+    text = pipeline.TextPipeline.from_data_dir(dest)
+    raw_test = (raw / "test.en").read_text("utf-8").splitlines()
+    assert raw_test[0].startswith("\u015etiin\u0163a") and raw_test[1] == ""
+    prepared = (dest / "text" / "test.spm.en").read_text("utf-8").splitlines()
+    assert text.encode_source(raw_test) == prepared
+    assert text.src.moses_tokenized and text.tgt.lang == "ro"

@@ -18,6 +18,7 @@ from typing import Optional
 
 import torch
 import torch.nn.functional as F
+import torch.utils._pytree as pytree
 from torch import Tensor
 
 
@@ -75,6 +76,13 @@ class SelectionStats:
         if form == "count":
             return self.pair_count
         raise ValueError(f"selection regulariser form must be 'rate' or 'count', got {form!r}")
+
+
+# Records travel in the model's output. torch DDP with find_unused_parameters passes every
+# output tensor through its bookkeeping by flattening the output as a pytree: registered, a
+# record's tensors are seen, so a term the loss does not use (e.g. ReSA's log-probability under
+# a plain CE criterion) is known to be unused instead of stalling the gradient reduction.
+pytree.register_dataclass(SelectionStats)
 
 
 class SelectionReporter:

@@ -1,0 +1,46 @@
+#!/usr/bin/env python
+"""Continue a trained fairseq Transformer as an encoder variant: weights, update counter and
+learning-rate schedule carry over, the optimizer state is fresh, new parameters are logged.
+
+    scripts/warm_start.py --base BASE/checkpoint_last.pt --arch ssan_transformer_small \\
+        --out SSAN_DIR/checkpoint_last.pt [--criterion selective_label_smoothed_cross_entropy] \\
+        [--data DATA] -- [variant options, e.g. --ssan-tau 0.5]
+    fairseq-train DATA --user-dir ssan_plugin --arch ssan_transformer_small ... --save-dir SSAN_DIR
+
+fairseq-train then resumes from SSAN_DIR/checkpoint_last.pt at the base's update and place in
+the epoch (give the same model shape and optimizer as the base, and the --criterion named
+here). See ssan_plugin/warm_start.py.
+"""
+
+import argparse
+import logging
+import sys
+
+from ssan_plugin.warm_start import WarmStartError, continue_as_variant
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    variant_flags = []
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, variant_flags = argv[:cut], argv[cut + 1:]
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--base", required=True, help="checkpoint of a trained fairseq transformer")
+    ap.add_argument("--arch", required=True, help="the variant architecture, e.g. ssan_transformer")
+    ap.add_argument("--out", required=True, help="checkpoint to write (e.g. SAVE_DIR/checkpoint_last.pt)")
+    ap.add_argument("--criterion", default="selective_label_smoothed_cross_entropy",
+                    help="the criterion the continued training will use")
+    ap.add_argument("--data", help="data-bin (default: the one recorded in the base checkpoint)")
+    args = ap.parse_args(argv)
+    logging.basicConfig(format="%(levelname)s | %(message)s", level=logging.INFO, stream=sys.stderr)
+    try:
+        report = continue_as_variant(args.base, args.out, args.arch, variant_flags, args.criterion, args.data)
+    except (WarmStartError, FileNotFoundError) as err:
+        sys.exit(f"warm_start.py: error: {err}")
+    print(f"wrote {args.out}: {args.arch} at update {report.num_updates}, "
+          f"{len(report.new_parameters)} new and {len(report.dropped_parameters)} dropped parameter tensors")
+
+
+if __name__ == "__main__":
+    main()

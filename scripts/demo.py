@@ -523,7 +523,7 @@ def parse_args(argv=None):
     ap.add_argument("--src", default="src", help="source file suffix in --data (default src)")
     ap.add_argument("--tgt", default="tgt", help="target file suffix in --data (default tgt)")
     ap.add_argument("--data-bin", help="where to write the prepared data (default OUT/data-bin)")
-    ap.add_argument("--max-update", type=int, default=400, help="updates per system (same for both)")
+    ap.add_argument("--max-update", type=int, default=900, help="updates per system (same for both)")
     ap.add_argument("--vocab-size", type=int, default=1000)
     ap.add_argument("--train-size", type=int, default=20000, help="built-in corpus: training pairs")
     ap.add_argument("--valid-size", type=int, default=500, help="built-in corpus: valid pairs")

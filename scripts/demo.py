@@ -420,7 +420,7 @@ def detokenised_hypotheses(data_bin, generate_log, n):
     import sentencepiece as spm
 
     from ssan_plugin.translation.decode import parse_generate_output
-    from ssan_plugin.translation.prepare import language_config_from_manifest, load_manifest
+    from ssan_plugin.translation.pipeline import language_config_from_manifest, load_manifest
 
     manifest = load_manifest(data_bin)
     sp = spm.SentencePieceProcessor(model_file=spm_model_path(data_bin, manifest))
@@ -495,7 +495,7 @@ def check_words(data_bin, pieces, labels):
     sentencepiece model, every test sentence has as many words as labels."""
     import sentencepiece as spm
 
-    from ssan_plugin.translation.prepare import load_manifest
+    from ssan_plugin.translation.pipeline import load_manifest
 
     if len(pieces) != len(labels):
         raise ValueError(f"{len(labels)} label lines for {len(pieces)} test sentences")

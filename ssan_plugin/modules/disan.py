@@ -12,14 +12,14 @@ DiSA of width C/2 each (output 2 x C/2 = C, C must be even), then the output pro
 of ``VariantSelfAttention``. No attention dropout (the blocked form never stores P).
 """
 
-from typing import Optional
+from typing import Optional, Tuple
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
-from .multidim_attention import ATTENTION_IMPLEMENTATIONS, DIRECTIONS, multidim_attention
+from .multidim_attention import ATTENTION_IMPLEMENTATIONS, DIRECTIONS
 from .variant_self_attention import VariantSelfAttention
 
 
@@ -41,16 +41,19 @@ class DirectionalSelfAttention(nn.Module):
         c: float = 5.0,
         implementation: str = "blocked",
         query_block: int = 0,
+        option_names: Tuple[str, str] = ("implementation", "query_block"),
     ):
+        """``option_names``: how errors name ``implementation`` and ``query_block`` (the
+        command-line options of the sublayer that builds this block)."""
         super().__init__()
         if direction not in DIRECTIONS:
             raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
         if implementation not in ATTENTION_IMPLEMENTATIONS:
             raise ValueError(
-                f"implementation must be one of {sorted(ATTENTION_IMPLEMENTATIONS)}, got {implementation!r}"
+                f"{option_names[0]} must be one of {sorted(ATTENTION_IMPLEMENTATIONS)}, got {implementation!r}"
             )
         if query_block < 0:
-            raise ValueError(f"query_block must be >= 0 (0 = automatic), got {query_block}")
+            raise ValueError(f"{option_names[1]} must be >= 0 (0 = automatic), got {query_block}")
         self.direction, self.c, self.query_block = direction, float(c), int(query_block)
         self.implementation = implementation
         self.fc_h = nn.Linear(in_dim, dim)
@@ -95,15 +98,9 @@ class DiSANAttention(VariantSelfAttention):
         super().__init__(embed_dim)
         if embed_dim % 2:
             raise ValueError(f"DiSAN: --encoder-embed-dim must be even (two directions of C/2), got {embed_dim}")
-        if implementation not in ATTENTION_IMPLEMENTATIONS:
-            raise ValueError(
-                f"--disan-impl must be one of {sorted(ATTENTION_IMPLEMENTATIONS)}, got {implementation!r}"
-            )
-        if query_block < 0:
-            raise ValueError(f"--disan-query-block must be >= 0 (0 = automatic), got {query_block}")
-        half = embed_dim // 2
-        self.fw = DirectionalSelfAttention(embed_dim, half, "fw", c, implementation, query_block)
-        self.bw = DirectionalSelfAttention(embed_dim, half, "bw", c, implementation, query_block)
+        half, names = embed_dim // 2, ("--disan-impl", "--disan-query-block")
+        self.fw = DirectionalSelfAttention(embed_dim, half, "fw", c, implementation, query_block, names)
+        self.bw = DirectionalSelfAttention(embed_dim, half, "bw", c, implementation, query_block, names)
 
     def encode(self, x: Tensor, pad: Optional[Tensor]) -> Tensor:
         return torch.cat([self.fw(x, pad), self.bw(x, pad)], dim=-1)

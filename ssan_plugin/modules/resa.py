@@ -119,8 +119,6 @@ class ReSAAttention(SelectionReporter, VariantSelfAttention):
             raise ValueError(f"--resa-tau must be finite and > 0, got {tau}")
         if rss_hidden < 0:
             raise ValueError(f"--resa-rss-hidden must be >= 0 (0 = embed dim), got {rss_hidden}")
-        if query_block < 0:
-            raise ValueError(f"--resa-query-block must be >= 0 (0 = automatic), got {query_block}")
         if direction == "bi" and embed_dim % 2:
             raise ValueError(f"--resa-direction bi: --encoder-embed-dim must be even, got {embed_dim}")
         self.estimator, self.tau = estimator, float(tau)
@@ -133,7 +131,9 @@ class ReSAAttention(SelectionReporter, VariantSelfAttention):
         else:
             dirs, width = ["fw", "bw"], embed_dim // 2
         self.blocks = nn.ModuleList(
-            DirectionalSelfAttention(embed_dim, width, d, c, implementation, query_block) for d in dirs
+            DirectionalSelfAttention(embed_dim, width, d, c, implementation, query_block,
+                                     ("implementation", "--resa-query-block"))
+            for d in dirs
         )
         self.register_buffer("num_updates", torch.zeros((), dtype=torch.long))
 

@@ -27,14 +27,21 @@ _SPEED = re.compile(r"Translated ([\d,]+) sentences \(([\d,]+) tokens\) in ([\d.
 
 
 @dataclass
-class GenerateOptions:
+class DecodingOptions:
+    """Beam search as evaluate_bleu.py runs it; shared by fairseq-generate and the in-process
+    translator (translator.TranslateOptions), so both decode alike by default."""
+
     beam: int = 5
     lenpen: float = 1.0
     max_len_a: float = 0.0
     max_len_b: int = 200
-    batch_size: int = 64
+    batch_size: int = 64  # sentences per batch
+    cpu: Optional[bool] = None  # None: CPU unless CUDA is available
+
+
+@dataclass
+class GenerateOptions(DecodingOptions):
     user_dir: str = str(PACKAGE_DIR)
-    cpu: Optional[bool] = None  # None: --cpu unless CUDA is available
     extra: str = ""  # further fairseq-generate options, shell-quoted
 
 

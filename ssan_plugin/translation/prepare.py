@@ -27,8 +27,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from .languages import LanguageConfig, looks_segmented
-from .pipeline import (MANIFEST, language_config_from_manifest, load_manifest,  # noqa: F401
-                       pretokenise_lines, spm_encode_lines)
+from .pipeline import MANIFEST, pretokenise_lines, spm_encode_lines
 from .textio import PipelineError, read_lines, sha256, write_lines
 
 logger = logging.getLogger("ssan_plugin.translation.prepare")

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
+from .decode import DecodingOptions
 from .checkpoints import check_checkpoint
 from .pipeline import TextPipeline, progress
 from .textio import PipelineError
@@ -35,17 +36,11 @@ TOO_LONG = ("error", "truncate", "empty")
 
 
 @dataclass
-class TranslateOptions:
-    """Generation options; the defaults are evaluate_bleu.py's."""
+class TranslateOptions(DecodingOptions):
+    """Decoding options (the defaults are evaluate_bleu.py's) and the raw-input handling."""
 
-    beam: int = 5
-    lenpen: float = 1.0
-    max_len_a: float = 0.0
-    max_len_b: int = 200
-    batch_size: int = 64  # sentences per batch, as evaluate_bleu.py's --batch-size
     too_long: str = "error"  # error | truncate | empty
     threads: int = 1  # sentencepiece encoding threads
-    cpu: Optional[bool] = None  # None: CPU unless CUDA is available
 
     def validate(self):
         if self.beam < 1:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 from helpers.translation_testlib import (PY, ROOT, SCRIPTS, evaluate, lines, load_script,
-                                         prepare, read_json, run)
+                                         prepare, read_json, run, train_tiny)
 
 N_TEST = 37
 GEN = ["--beam", 2, "--max-len-a", 0, "--max-len-b", 12, "--batch-size", 8]
@@ -22,17 +22,7 @@ AVERAGE = load_script("average_checkpoints")
 
 
 def train_with_interval_checkpoints(data, save_dir):
-    run([PY, "-m", "fairseq_cli.train", data, "--user-dir", ROOT / "ssan_plugin",
-         "--task", "translation", "--arch", "ssan_transformer",
-         "--encoder-layers", 1, "--decoder-layers", 1,
-         "--encoder-embed-dim", 32, "--decoder-embed-dim", 32,
-         "--encoder-ffn-embed-dim", 64, "--decoder-ffn-embed-dim", 64,
-         "--encoder-attention-heads", 2, "--decoder-attention-heads", 2,
-         "--share-all-embeddings", "--optimizer", "adam", "--lr", 0.005,
-         "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", 0.1,
-         "--max-tokens", 2000, "--max-update", 30, "--seed", 1, "--cpu",
-         "--disable-validation", "--no-epoch-checkpoints", "--save-interval-updates", 10,
-         "--save-dir", save_dir, "--log-format", "simple", "--num-workers", 0])
+    train_tiny(data, "ssan_transformer", save_dir, 30, 1, "--save-interval-updates", 10)
     found = sorted(Path(save_dir).glob("checkpoint_*_*.pt"))
     assert len(found) >= 2, found
     return Path(save_dir)

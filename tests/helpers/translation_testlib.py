@@ -39,8 +39,9 @@ def prepare(src, tgt, prefix_dir, dest, vocab_size, *extra, check=True):
                 "--dest", dest, "--vocab-size", vocab_size, *extra], check=check)
 
 
-def train_tiny(data, arch, save_dir, updates=20, seed=1):
-    """A 1-layer, 32-dim model trained for `updates` steps on CPU; returns the checkpoint."""
+def train_tiny(data, arch, save_dir, updates=20, seed=1, *extra):
+    """A 1-layer, 32-dim model trained for `updates` steps on CPU (more fairseq-train flags in
+    `extra`); returns the last checkpoint."""
     run([PY, "-m", "fairseq_cli.train", data, "--user-dir", ROOT / "ssan_plugin",
          "--task", "translation", "--arch", arch,
          "--encoder-layers", 1, "--decoder-layers", 1,
@@ -51,7 +52,7 @@ def train_tiny(data, arch, save_dir, updates=20, seed=1):
          "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", 0.1,
          "--max-tokens", 2000, "--max-update", updates, "--seed", seed, "--cpu",
          "--disable-validation", "--no-epoch-checkpoints", "--save-dir", save_dir,
-         "--log-format", "simple", "--num-workers", 0])
+         "--log-format", "simple", "--num-workers", 0, *extra])
     checkpoint = Path(save_dir) / "checkpoint_last.pt"
     assert checkpoint.is_file(), f"training wrote no {checkpoint}"
     return checkpoint

@@ -74,11 +74,13 @@ def keeping_selection(model):
             m.keep_selection = value
 
 
-def batch_selection(model, src_tokens: Tensor, src_lengths: Optional[Tensor] = None,
-                    pad_idx: Optional[int] = None) -> Dict[int, Tensor]:
-    """{layer: bool (B, h, T, T)}: the eval-mode selection of each selective encoder layer for
-    a padded batch of sources (B, T), as the model sees it (pad rows/columns included).
-    ``model`` is a fairseq encoder-decoder (``model.encoder``) or an encoder."""
+def run_encoder(model, src_tokens: Tensor, src_lengths: Optional[Tensor] = None,
+                pad_idx: Optional[int] = None, return_all_hiddens: bool = False) -> dict:
+    """The encoder's output for a padded batch (B, T), in eval mode, without gradient, every
+    selective module keeping its 0/1 selection in its record (``out["selection_stats"]``);
+    with ``return_all_hiddens``, ``out["encoder_states"]`` holds the embedding layer's output
+    and every layer's (T x B x C each). ``model`` is a fairseq encoder-decoder or an encoder;
+    its training mode is restored afterwards."""
     encoder = getattr(model, "encoder", model)
     if src_lengths is None:
         if pad_idx is None:
@@ -87,10 +89,19 @@ def batch_selection(model, src_tokens: Tensor, src_lengths: Optional[Tensor] = N
     was_training = model.training
     model.eval()
     try:
+        extra = {"return_all_hiddens": True} if return_all_hiddens else {}
         with torch.no_grad(), keeping_selection(model):
-            out = encoder(src_tokens, src_lengths=src_lengths)
+            return encoder(src_tokens, src_lengths=src_lengths, **extra)
     finally:
         model.train(was_training)
+
+
+def batch_selection(model, src_tokens: Tensor, src_lengths: Optional[Tensor] = None,
+                    pad_idx: Optional[int] = None) -> Dict[int, Tensor]:
+    """{layer: bool (B, h, T, T)}: the eval-mode selection of each selective encoder layer for
+    a padded batch of sources (B, T), as the model sees it (pad rows/columns included).
+    ``model`` is a fairseq encoder-decoder (``model.encoder``) or an encoder."""
+    out = run_encoder(model, src_tokens, src_lengths, pad_idx)
     maps = {}
     for record in out.get("selection_stats", []):
         if record.selection is None or record.selection.dim() != 4:

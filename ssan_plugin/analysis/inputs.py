@@ -1,0 +1,101 @@
+"""Inputs of the analysis tools: a checkpoint with its data-bin, raw text or CoNLL words encoded
+exactly as ``scripts/prepare_translation.py`` encoded the training data.
+
+The data-bin's manifest says how raw words become pieces
+(:class:`ssan_plugin.translation.pipeline.TextPipeline`: normalisation, pretokenisation,
+sentencepiece); the model reads the pieces' dictionary indices followed by ``</s>``.
+
+- Raw text (:meth:`AnalysisInput.encode_lines`): each line is encoded whole; pieces map back to
+  the words they spell through sentencepiece's word-start marker
+  (:func:`~ssan_plugin.analysis.selection.piece_word_index`).
+- Words of a CoNLL file (:meth:`AnalysisInput.encode_words`): each word is encoded on its own
+  (sentencepiece never joins pieces across whitespace, and a pretokeniser that splits a word
+  keeps all its tokens in that word), so every piece belongs to exactly one given word.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Sequence
+
+import torch
+from torch import Tensor
+
+from ..translation.pipeline import TextPipeline
+from ..translation.textio import PipelineError
+from .selection import load_model, piece_word_index
+
+EOS = "</s>"
+
+
+@dataclass
+class Encoded:
+    """One sentence as the model reads it: ``tokens`` (1-D, ``</s>`` last), its ``pieces``
+    (dictionary symbols, ``</s>`` included) and, per piece, the 0-based index of its word
+    (-1 for ``</s>``)."""
+
+    tokens: Tensor
+    pieces: List[str]
+    word_index: List[int]
+
+    @property
+    def n_words(self) -> int:
+        return max(self.word_index, default=-1) + 1
+
+
+class AnalysisInput:
+    """A trained model (eval mode, CPU) with its data-bin's text pipeline and dictionary."""
+
+    def __init__(self, data, checkpoint):
+        data, checkpoint = Path(data), Path(checkpoint)
+        if not data.is_dir():
+            raise PipelineError(f"--data {data}: not a directory")
+        if not checkpoint.is_file():
+            raise PipelineError(f"--checkpoint {checkpoint}: no such file")
+        self.pipeline = TextPipeline.from_data_dir(data)
+        self.model, self.task = load_model(checkpoint, data)
+        self.dictionary = self.task.source_dictionary
+        self.pad_idx = self.dictionary.pad()
+        self.encoder = getattr(self.model, "encoder", self.model)
+        self.max_positions = int(self.encoder.max_positions())
+
+    def _encode_pieces(self, pieces: Sequence[str]) -> Tensor:
+        return self.dictionary.encode_line(" ".join(pieces), add_if_not_exist=False,
+                                           append_eos=True).long()
+
+    def _check(self, encoded: List[Encoded], what: str = "sentence") -> List[Encoded]:
+        if not encoded:
+            raise PipelineError("empty input: no sentence to analyse")
+        for k, e in enumerate(encoded, 1):
+            if e.tokens.numel() > self.max_positions:
+                raise PipelineError(
+                    f"{what} {k} is {e.tokens.numel()} pieces long (with </s>), more than the "
+                    f"model's {self.max_positions} source positions")
+        return encoded
+
+    def encode_lines(self, lines: Sequence[str]) -> List[Encoded]:
+        """Raw sentences (one per item) -> Encoded; PipelineError for an empty input, an
+        empty sentence, or one longer than the model's source positions."""
+        for k, line in enumerate(lines, 1):
+            if not line.strip():
+                raise PipelineError(f"sentence {k} is empty")
+        out = []
+        for line in self.pipeline.encode_source(list(lines)):
+            pieces = line.split()
+            out.append(Encoded(self._encode_pieces(pieces), pieces + [EOS],
+                               piece_word_index(pieces) + [-1]))
+        return self._check(out)
+
+    def encode_words(self, sentences: Sequence[Sequence[str]]) -> List[Encoded]:
+        """Tokenised sentences (lists of words) -> Encoded, each word encoded on its own so
+        that ``word_index`` refers to the given words."""
+        flat = [w for words in sentences for w in words]
+        encoded_words = iter(self.pipeline.encode_source(flat)) if flat else iter(())
+        out = []
+        for words in sentences:
+            pieces, index = [], []
+            for w, _word in enumerate(words):
+                word_pieces = next(encoded_words).split()
+                pieces += word_pieces
+                index += [w] * len(word_pieces)
+            out.append(Encoded(self._encode_pieces(pieces), pieces + [EOS], index + [-1]))
+        return self._check(out)

@@ -1,0 +1,290 @@
+"""Per-sentence maps of an encoder: eval-mode selection and attention weights, per layer and head.
+
+What each encoder layer kind gives (:func:`layer_kinds`):
+
+- ``san`` (fairseq's ``MultiheadAttention``, the Transformer baseline): attention weights per
+  head. fairseq's layer asks for no weights, so a forward pre-hook asks for them
+  (``need_weights``/``need_head_weights``) and a forward hook keeps them. fairseq hands
+  the call to torch's fused ``F.multi_head_attention_forward`` whenever it can, and that path
+  averages the heads; the hooked call is therefore sent down fairseq's own per-head path (the
+  module's ``skip_embed_dim_check`` flag, set for the call only); the result is the same
+  attention (tests compare the head average with the fused path).
+- ``ssan`` (``SelectiveMultiheadAttention``): the 0/1 selection from the module's own record
+  (``keep_selection``) and the attention weights per head as above.
+- ``resa``: the tokens selected as heads (queries) and as dependents (keys), (2, n); as a pair
+  map, one "head" with ``selected[i, j] = head_i and dependent_j and i != j`` (the pairs that
+  attend each other through the selected-token attention; unselected heads use the mean of
+  the other tokens instead). Its multi-dimensional attention is not recorded.
+- ``disan``, ``biblosan``: multi-dimensional attention (one weight per feature) computed
+  block-wise without ever storing it: not available here; asking for attention from a model
+  with such layers raises :class:`UnsupportedEncoder` naming the layer.
+
+All maps are returned per sentence with pads removed (positions = the sentence's pieces,
+``</s>`` last), on CPU.
+"""
+
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Dict, Iterator, List, Optional, Sequence
+
+import torch
+from fairseq.modules import MultiheadAttention
+from torch import Tensor
+
+from ..modules.biblosan import BiBloSANAttention
+from ..modules.disan import DiSANAttention
+from ..modules.resa import ReSAAttention
+from ..modules.selective_attention import SelectiveMultiheadAttention
+from .selection import collate, run_encoder
+
+KINDS = ("san", "ssan", "resa", "disan", "biblosan")
+
+
+class UnsupportedEncoder(ValueError):
+    """The model has layers whose maps the analysis tools cannot record."""
+
+
+def encoder_layers(model) -> list:
+    encoder = getattr(model, "encoder", model)
+    layers = encoder.layers
+    return [layers[i] for i in range(len(layers))]  # indexing: LayerDropModuleList's iterator drops
+
+
+def self_attention(layer):
+    return getattr(getattr(layer, "_checkpoint_wrapped_module", layer), "self_attn")
+
+
+def layer_kind(attention) -> str:
+    if isinstance(attention, SelectiveMultiheadAttention):
+        return "ssan"
+    if isinstance(attention, MultiheadAttention):
+        return "san"
+    if isinstance(attention, ReSAAttention):
+        return "resa"
+    if isinstance(attention, DiSANAttention):
+        return "disan"
+    if isinstance(attention, BiBloSANAttention):
+        return "biblosan"
+    raise UnsupportedEncoder(f"unknown self-attention module {type(attention).__name__}")
+
+
+def layer_kinds(model) -> Dict[int, str]:
+    """{0-based encoder layer: kind} (see the module doc)."""
+    return {i: layer_kind(self_attention(layer)) for i, layer in enumerate(encoder_layers(model))}
+
+
+def require_attention(model) -> Dict[int, str]:
+    """The layer kinds, or UnsupportedEncoder if some layer's attention cannot be recorded."""
+    kinds = layer_kinds(model)
+    bad = {i: k for i, k in kinds.items() if k in ("disan", "biblosan")}
+    if bad:
+        layer, kind = next(iter(bad.items()))
+        raise UnsupportedEncoder(
+            f"encoder layer {layer} is a {kind} layer: its multi-dimensional attention (one "
+            f"weight per feature) is never stored, so attention maps are available only for "
+            f"transformer (san), ssan and resa layers")
+    return kinds
+
+
+@contextmanager
+def recording_attention(model):
+    """Within the block, each ``MultiheadAttention`` encoder layer (san, ssan) records its
+    per-head attention weights of every forward into the yielded dict {layer: (B, h, T, S)}."""
+    records: Dict[int, Tensor] = {}
+    handles = []
+    flags = []
+
+    def pre_hook(module, args, kwargs):
+        kwargs = dict(kwargs)
+        kwargs["need_weights"] = True
+        kwargs["need_head_weights"] = True
+        return args, kwargs
+
+    def make_hook(index):
+        def hook(module, args, kwargs, output):
+            weights = output[1]
+            if weights is not None:  # (h, B, T, S)
+                records[index] = weights.detach().transpose(0, 1).float()
+        return hook
+
+    try:
+        for index, layer in enumerate(encoder_layers(model)):
+            attn = self_attention(layer)
+            if not isinstance(attn, MultiheadAttention):
+                continue
+            flags.append((attn, attn.skip_embed_dim_check))
+            attn.skip_embed_dim_check = True  # fairseq's per-head path (see module doc)
+            handles.append(attn.register_forward_pre_hook(pre_hook, with_kwargs=True))
+            handles.append(attn.register_forward_hook(make_hook(index), with_kwargs=True))
+        yield records
+    finally:
+        for handle in handles:
+            handle.remove()
+        for attn, value in flags:
+            attn.skip_embed_dim_check = value
+
+
+@dataclass
+class SentenceMaps:
+    """One sentence's maps, pads removed; n = its length in pieces (``</s>`` included).
+
+    selection: {layer: bool (h, n, n)} pair selection (ssan; resa as one pair map);
+    attention: {layer: float (h, n, n)} attention weights (san, ssan);
+    token_selection: {layer: bool (2, n)} (resa: row 0 heads/queries, row 1 dependents/keys);
+    states: the embedding layer's and every layer's output, (L + 1, n, C), if asked for."""
+
+    selection: Dict[int, Tensor] = field(default_factory=dict)
+    attention: Dict[int, Tensor] = field(default_factory=dict)
+    token_selection: Dict[int, Tensor] = field(default_factory=dict)
+    states: Optional[Tensor] = None
+
+
+def resa_pair_selection(token_selection: Tensor) -> Tensor:
+    """(2, n) heads/dependents -> (1, n, n) bool: head i and dependent j and i != j."""
+    heads, deps = token_selection[0], token_selection[1]
+    pairs = heads.unsqueeze(-1) & deps.unsqueeze(-2)
+    return (pairs & ~torch.eye(heads.numel(), dtype=torch.bool)).unsqueeze(0)
+
+
+def batch_maps(model, src_tokens: Tensor, src_lengths: Tensor, pad_idx: int,
+               attention: bool = True, states: bool = False) -> List[SentenceMaps]:
+    """The maps of each sentence of a padded batch (pads removed, either padding side)."""
+    if attention:
+        require_attention(model)
+    with recording_attention(model) if attention else _nothing() as weights:
+        out = run_encoder(model, src_tokens, src_lengths, return_all_hiddens=states)
+    keep = src_tokens.ne(pad_idx)
+    result = []
+    records = out.get("selection_stats", [])
+    hidden = torch.stack(out["encoder_states"]).transpose(0, 2) if states else None  # (B, T, L+1, C)
+    for row in range(src_tokens.size(0)):
+        idx = keep[row].nonzero().squeeze(-1)
+        maps = SentenceMaps()
+        for record in records:
+            if record.selection is None:
+                continue
+            sel = record.selection[row].cpu()
+            if sel.dim() == 3:  # pair selector (h, T, S)
+                maps.selection[record.layer] = sel[:, idx][:, :, idx]
+            else:  # token selector (2, T)
+                tokens = sel[:, idx]
+                maps.token_selection[record.layer] = tokens
+                maps.selection[record.layer] = resa_pair_selection(tokens)
+        for layer, w in (weights or {}).items():
+            maps.attention[layer] = w[row][:, idx][:, :, idx].cpu()
+        if hidden is not None:
+            maps.states = hidden[row, idx].transpose(0, 1).cpu()  # (L+1, n, C)
+        result.append(maps)
+    return result
+
+
+@contextmanager
+def _nothing():
+    yield None
+
+
+def sentence_maps(model, sentences: Sequence[Tensor], pad_idx: int, batch_size: int = 32,
+                  attention: bool = True, states: bool = False) -> Iterator[SentenceMaps]:
+    """:func:`batch_maps` over a sequence of 1-D token tensors (``</s>`` included), in order,
+    in left-padded batches as fairseq's translation task reads sources."""
+    for start in range(0, len(sentences), batch_size):
+        batch = list(sentences[start:start + batch_size])
+        tokens, lengths = collate(batch, pad_idx, left_pad=True)
+        yield from batch_maps(model, tokens, lengths, pad_idx, attention, states)
+
+
+def to_words(matrix: Tensor, word_index: Sequence[int], n_words: Optional[int] = None) -> Tensor:
+    """A (n, n) piece-level (query, key) matrix -> (W, W) word level: special symbols (word
+    index -1, e.g. ``</s>``) dropped, keys *summed* over a word's pieces (attention mass),
+    queries *averaged* over a word's pieces. A word without piece gets zeros."""
+    index = torch.as_tensor(list(word_index))
+    words = int(index.max()) + 1 if n_words is None else n_words
+    member = torch.zeros(words, len(index))
+    ok = index >= 0
+    member[index[ok], ok.nonzero().squeeze(-1)] = 1.0
+    per_word = member.sum(1, keepdim=True).clamp_min(1.0)
+    return (member / per_word) @ matrix.float() @ member.T
+
+
+def maps_json(pieces: Sequence[str], maps: SentenceMaps, kinds: Dict[int, str],
+              sentence: Optional[str] = None) -> dict:
+    """JSON-friendly: per layer its kind and, per head, the pieces, the 0/1 selection matrix
+    and the attention matrix (rows: queries, columns: keys); ReSA layers also list the
+    selected heads and dependents (0/1 per piece)."""
+    layers = []
+    for layer in sorted(kinds):
+        entry = {"layer": layer, "kind": kinds[layer], "heads": []}
+        sel, att = maps.selection.get(layer), maps.attention.get(layer)
+        n_heads = max(t.size(0) for t in (sel, att) if t is not None) if (sel is not None or att is not None) else 0
+        for h in range(n_heads):
+            head = {"head": h, "pieces": list(pieces)}
+            if sel is not None and h < sel.size(0):
+                head["selection"] = sel[h].int().tolist()
+            if att is not None:
+                head["attention"] = [[round(float(x), 6) for x in row] for row in att[h]]
+            entry["heads"].append(head)
+        if layer in maps.token_selection:
+            tokens = maps.token_selection[layer]
+            entry["selected_heads"] = tokens[0].int().tolist()
+            entry["selected_dependents"] = tokens[1].int().tolist()
+        layers.append(entry)
+    out = {"pieces": list(pieces), "layers": layers}
+    if sentence is not None:
+        out = {"sentence": sentence, **out}
+    return out
+
+
+#: inches per heat-map cell of the grid and per piece; figure margins (inches)
+PANEL_INCHES_PER_PIECE = 0.16
+PANEL_MIN_INCHES = 2.0
+MARGIN_INCHES = (1.2, 1.0)  # width (colorbar, labels), height (title)
+DPI = 100
+
+
+def grid_size_inches(rows: int, cols: int, n: int):
+    """The figure size (width, height) in inches of a rows x cols grid of n x n panels."""
+    panel = max(PANEL_MIN_INCHES, PANEL_INCHES_PER_PIECE * n + 1.0)
+    return cols * panel + MARGIN_INCHES[0], rows * panel + MARGIN_INCHES[1]
+
+
+def plot_grid(panels: Dict[int, Tensor], pieces: Sequence[str], path, what: str,
+              title: Optional[str] = None, vmax: float = 1.0):
+    """Write a PNG: a grid of heat maps, one row per layer (sorted), one column per head,
+    cell (query, key), axes labelled with the pieces. ``panels``: {layer: (h, n, n)}.
+    The image is exactly ``grid_size_inches(layers, max heads, n) * DPI`` pixels.
+    Returns (rows, cols)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    layers = sorted(panels)
+    if not layers:
+        raise ValueError(f"no {what} maps to plot")
+    n = len(pieces)
+    cols = max(panels[layer].size(0) for layer in layers)
+    rows = len(layers)
+    fig, axes = plt.subplots(rows, cols, figsize=grid_size_inches(rows, cols, n), squeeze=False,
+                             dpi=DPI)
+    image = None
+    for r, layer in enumerate(layers):
+        data = panels[layer]
+        if data.shape[-1] != n or data.shape[-2] != n:
+            raise ValueError(f"layer {layer}: {tuple(data.shape)} map for {n} pieces")
+        for c in range(cols):
+            ax = axes[r][c]
+            if c >= data.size(0):
+                ax.axis("off")
+                continue
+            image = ax.imshow(data[c].float().numpy(), vmin=0, vmax=vmax, cmap="viridis",
+                              interpolation="nearest")
+            ax.set_title(f"layer {layer} head {c}", fontsize=8)
+            ax.set_xticks(range(n))
+            ax.set_yticks(range(n))
+            ax.set_xticklabels(pieces, rotation=90, fontsize=5)
+            ax.set_yticklabels(pieces, fontsize=5)
+    fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.6, label=what)
+    fig.suptitle(title or what, fontsize=9)
+    fig.savefig(path, dpi=DPI)  # no bbox_inches="tight": the size stays the grid's
+    plt.close(fig)
+    return rows, cols

@@ -13,32 +13,35 @@ row lies inside the column's ``(V*)`` phrase -- usually at its start; a multi-wo
 the same way (EWT has them), so they become instances too.
 """
 
-from typing import List
+from typing import List, Tuple
 
 from .corpus import CoNLLFormatError, Proposition, Sentence, check_column
 from .io import open_text
 
 FIXED_COLUMNS = 11  # before the argument columns
 MIN_COLUMNS = FIXED_COLUMNS + 1  # + coreference
-WORD, LEMMA, FRAMESET = 3, 6, 7  # column indices
+WORD, POS, PARSE, LEMMA, FRAMESET = 3, 4, 5, 6, 7  # column indices
 
 
 def read_conll2012(path: str) -> List[Sentence]:
     """All sentences of a ``*_conll`` file, with one :class:`Proposition` per predicate."""
-    sentences: List[Sentence] = []
+    return [_sentence(path, rows, lines) for rows, lines in read_conll2012_rows(path)]
+
+
+def read_conll2012_rows(path: str) -> List[Tuple[List[List[str]], List[int]]]:
+    """The sentences of a ``*_conll`` file as raw rows: per sentence (rows, 1-based line numbers),
+    each row its whitespace-separated columns (at least ``MIN_COLUMNS``, the same number in
+    every row of a sentence). Other columns than words and propositions (POS tag 4, parse bit 5)
+    are read from here."""
+    blocks: List[Tuple[List[List[str]], List[int]]] = []
     rows: List[List[str]] = []
     lines: List[int] = []
     with open_text(path) as f:
         for lineno, line in enumerate(f, 1):
-            if line.startswith("#"):
-                if rows:
-                    sentences.append(_sentence(path, rows, lines))
-                    rows, lines = [], []
-                continue
-            fields = line.split()
+            fields = [] if line.startswith("#") else line.split()
             if not fields:
                 if rows:
-                    sentences.append(_sentence(path, rows, lines))
+                    blocks.append((rows, lines))
                     rows, lines = [], []
                 continue
             if len(fields) < MIN_COLUMNS:
@@ -54,8 +57,8 @@ def read_conll2012(path: str) -> List[Sentence]:
             rows.append(fields)
             lines.append(lineno)
     if rows:
-        sentences.append(_sentence(path, rows, lines))
-    return sentences
+        blocks.append((rows, lines))
+    return blocks
 
 
 def _sentence(path: str, rows: List[List[str]], lines: List[int]) -> Sentence:

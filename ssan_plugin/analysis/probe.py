@@ -36,7 +36,9 @@ def wilson_interval(correct: int, n: int, z: float = 1.959963984540054) -> Tuple
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    lo, hi = max(0.0, centre - half), min(1.0, centre + half)
+    # the interval always contains p (rounding could put a bound a hair inside it at p = 0 or 1)
+    return (min(lo, p), max(hi, p))
 
 
 def majority_baseline(labels: Sequence[str]) -> float:

@@ -14,7 +14,7 @@ def test_wilson_interval_known_values():
     lo, hi = wilson_interval(81, 263)
     assert lo == pytest.approx(0.2553, abs=1e-4) and hi == pytest.approx(0.3662, abs=1e-4)
     lo, hi = wilson_interval(10, 10)
-    assert hi == pytest.approx(1.0) and lo == pytest.approx(0.7225, abs=1e-4)
+    assert hi == 1.0 and lo == pytest.approx(0.7225, abs=1e-4)
     assert all(np.isnan(wilson_interval(0, 0)))
 
 

@@ -38,4 +38,4 @@ for _message, _module in _FAIRSEQ_STACK_WARNINGS:
 allow_fairseq_checkpoint_globals()
 
 from . import criterions, models  # noqa: E402,F401  (registrations)
-from .tasks import srl  # noqa: E402,F401  (registers the srl task)
+from .tasks import sentence_pair, srl  # noqa: E402,F401  (register the tasks)

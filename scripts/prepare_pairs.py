@@ -1,0 +1,73 @@
+#!/usr/bin/env python
+"""Prepare sentence pairs (SICK, SNLI) for ``fairseq-train --task sentence_pair``.
+
+    prepare_pairs.py --format sick|snli --train F --valid F --test F --dest DIR \
+        [--tokens spm|words] [--vocab-size N] [--translation-data BIN --lang en]
+
+F: for sick a tab-separated file with SICK's header (pair_ID, sentence_A, sentence_B,
+entailment_label, relatedness_score, ...); for snli ``DIR/SPLIT`` (reads DIR/s1.SPLIT,
+DIR/s2.SPLIT, DIR/labels.SPLIT) or ``S1,S2,LABELS``. The text gets the translation pipeline's
+normalisation and Moses tokenisation, then sentencepiece pieces (trained on the training pairs,
+or the model and dictionary of the translation data-bin ``--translation-data``, which
+``--encoder-init`` needs) or words; fairseq-preprocess binarises both sentences with one
+dictionary. DIR gets the data, ``S.gold.tsv`` (pair_ID, label, score per pair, input order) and
+``manifest.json``. Malformed or misaligned input stops with the file and line named (exit 2).
+The work is ssan_plugin.pairs.prepare.
+"""
+
+import argparse
+import shlex
+import sys
+
+from ssan_plugin.cli import InputError, input_dir_arg, int_arg, one_line, setup_logging
+from ssan_plugin.pairs.corpus import FORMATS
+from ssan_plugin.pairs.prepare import TOKENS, PairPrepareConfig, prepare
+from ssan_plugin.translation.textio import PipelineError
+
+PROG = "prepare_pairs.py"
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[1],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--format", required=True, choices=FORMATS)
+    for split in ("train", "valid", "test"):
+        ap.add_argument(f"--{split}", required=True, metavar="F")
+    ap.add_argument("--dest", required=True, metavar="DIR")
+    ap.add_argument("--tokens", choices=TOKENS, default="spm",
+                    help="spm: sentencepiece pieces (default); words: the tokenised words")
+    ap.add_argument("--vocab-size", type=int_arg(8), default=4000, metavar="N",
+                    help="sentencepiece vocabulary size (default 4000; not with "
+                         "--translation-data, whose model is used)")
+    ap.add_argument("--translation-data", type=input_dir_arg, metavar="BIN",
+                    help="a data-bin of prepare_translation.py: use its sentencepiece model, "
+                         "language handling and --lang dictionary (for --encoder-init)")
+    ap.add_argument("--lang", default="en", help="language of the sentences (default en)")
+    ap.add_argument("--segmented", choices=("auto", "yes", "no"), default="auto",
+                    help="the text is already tokenised (auto: detect); not re-tokenised then")
+    ap.add_argument("--threads", type=int_arg(1), default=1)
+    ap.add_argument("--workers", type=int_arg(1), default=1)
+    ap.add_argument("--overwrite", action="store_true", help="allow a non-empty --dest")
+    return ap.parse_args(argv)
+
+
+def main(argv=None):
+    setup_logging()
+    args = parse_args(argv)
+    command = shlex.join([sys.argv[0]] + (sys.argv[1:] if argv is None else list(argv)))
+    values = vars(args)
+    values["translation_data"] = str(args.translation_data) if args.translation_data else None
+    try:
+        manifest = prepare(PairPrepareConfig(command=command, **values))
+    except (InputError, PipelineError) as err:
+        print(f"{PROG}: error: {one_line(err)}", file=sys.stderr)
+        return 2
+    counts = ", ".join(f"{split} {c['pairs']}" for split, c in manifest["counts"].items())
+    pieces = (manifest["sentencepiece"] or {}).get("pieces")
+    print(f"prepared {args.dest}: {counts} pairs; tokens {manifest['tokens']}"
+          + (f" ({pieces} sentencepiece pieces)" if pieces else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,196 @@
+"""``pair_classifier``: one sentence encoder for both sentences of a pair, then an MLP.
+
+The protocol of DiSAN, Bi-BloSAN and ReSAN for NLI/relatedness: each sentence becomes one
+vector (no attention across the two sentences), ``u`` and ``v``; the pair is classified from
+``[u; v; u - v; u * v]`` by an MLP (one ReLU hidden layer of ``--pair-mlp-dim`` units, dropout)
+with one linear head per target of the task (``task.heads``: ``entailment`` -> 3 logits,
+``relatedness`` -> 5 logits for Tai et al.'s KL form or 1 for regression to [1, 5]).
+
+Encoder: fairseq's TransformerEncoder whose self-attention is chosen by ``--pair-encoder``
+from the registry models.variants.ENCODER_VARIANTS (each variant's own options, layer list and
+attention builder, as ``srl_tagger``). Both sentences go through it as ONE batch of 2B
+sentences (right-padded to the longer), so the two share every weight and every layer sees
+each sentence alone. Pooling (``--pair-pooling``): ``mean`` over non-pad tokens, or DiSAN's
+multi-dimensional ``source2token`` attention, ``alpha = softmax_tokens(W2 elu(W1 h + b1) + b2)``
+per feature, ``s = sum_i alpha_i * h_i``.
+
+Output: ``({head: logits (B, K)}, extra)`` with ``extra["selection_stats"]`` as in the
+translation models, for the selective criteria: the encoder's per-sentence records, where a
+sampled selector's ``log_prob`` and ``sentence_token_rate`` (2B,) become per pair (B,):
+``log pi(z_pair) = log pi(z_u) + log pi(z_v)``, rate = mean of the two sentences'.
+Shapes: ``pair_classifier`` = fairseq's ``transformer`` encoder; ``pair_classifier_small`` =
+``transformer_small``'s encoder (3 layers, 128, FFN 512, 4 heads), so the *_small translation
+encoders transfer (``--encoder-init``, task option).
+"""
+
+import dataclasses
+from typing import Dict, List
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from fairseq.models import BaseFairseqModel, register_model, register_model_architecture
+from fairseq.models.transformer import Embedding
+from fairseq.models.transformer.transformer_legacy import TransformerModel, base_architecture
+
+from ..modules.selection import SelectionStats
+from .architectures import transformer_small
+from .variant_transformer import VariantTransformerEncoder
+from .variants import ENCODER_VARIANTS
+
+POOLINGS = ("mean", "source2token")
+RELATEDNESS_LEVELS = 5  # scores 1..5
+
+
+class Source2Token(nn.Module):
+    """Multi-dimensional source2token self-attention pooling (DiSAN, Shen et al. 2018)."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.hidden = nn.Linear(dim, dim)
+        self.score = nn.Linear(dim, dim)
+
+    def forward(self, x, pad_mask):
+        """x (N, T, C), pad_mask (N, T) True at pads -> (N, C)."""
+        logits = self.score(F.elu(self.hidden(x))).float()
+        logits = logits.masked_fill(pad_mask.unsqueeze(-1), float("-inf"))
+        alpha = torch.softmax(logits, dim=1).to(x.dtype)
+        return (alpha * x).sum(dim=1)
+
+
+def mean_pool(x, pad_mask):
+    keep = (~pad_mask).unsqueeze(-1).to(x.dtype)
+    return (x * keep).sum(dim=1) / keep.sum(dim=1).clamp(min=1)
+
+
+def pair_features(u, v):
+    return torch.cat([u, v, u - v, u * v], dim=-1)
+
+
+def stack_pair(a, b, pad: int):
+    """(B, T1), (B, T2) right-padded token ids -> (2B, max(T1, T2))."""
+    width = max(a.size(1), b.size(1))
+    a = F.pad(a, (0, width - a.size(1)), value=pad)
+    b = F.pad(b, (0, width - b.size(1)), value=pad)
+    return torch.cat([a, b], dim=0)
+
+
+def pair_records(records: List[SelectionStats], bsz: int) -> List[SelectionStats]:
+    """Per-sentence records of a 2B batch -> records whose REINFORCE fields are per pair."""
+    out = []
+    for record in records:
+        if record.log_prob is not None:
+            lp, rate = record.log_prob, record.sentence_token_rate
+            record = dataclasses.replace(
+                record, log_prob=lp[:bsz] + lp[bsz:],
+                sentence_token_rate=None if rate is None else (rate[:bsz] + rate[bsz:]) / 2)
+        out.append(record)
+    return out
+
+
+def relatedness_scores(logits):
+    """Head output -> predicted relatedness in [1, 5]: the expectation of the 5-level
+    distribution (KL form) or 1 + 4 sigmoid (regression, one output)."""
+    logits = logits.float()
+    if logits.size(-1) == 1:
+        return 1 + 4 * torch.sigmoid(logits.squeeze(-1))
+    levels = torch.arange(1, logits.size(-1) + 1, dtype=logits.dtype, device=logits.device)
+    return torch.softmax(logits, dim=-1) @ levels
+
+
+@register_model("pair_classifier")
+class PairClassifierModel(BaseFairseqModel):
+    def __init__(self, args, encoder, pooling, mlp, heads: Dict[str, int]):
+        super().__init__()
+        self.args = args
+        self.encoder = encoder
+        self.pooling = pooling  # a Source2Token, or None for mean pooling
+        self.mlp = mlp
+        self.dropout = nn.Dropout(args.dropout)
+        self.heads = nn.ModuleDict({name: nn.Linear(args.pair_mlp_dim, size)
+                                    for name, size in heads.items()})
+
+    @staticmethod
+    def add_args(parser):
+        TransformerModel.add_args(parser)  # encoder shape, dropout, positions (decoder unused)
+        for variant in ENCODER_VARIANTS.values():
+            if variant is not None:
+                variant.add_variant_args(parser)
+        parser.add_argument("--pair-encoder", choices=sorted(ENCODER_VARIANTS),
+                            help="self-attention of the encoder layers: san = fairseq's own, "
+                                 "or an encoder variant; default san")
+        parser.add_argument("--pair-pooling", choices=POOLINGS,
+                            help="sentence vector: mean of the token states, or DiSAN's "
+                                 "multi-dimensional source2token attention; default source2token")
+        parser.add_argument("--pair-mlp-dim", type=int, metavar="N",
+                            help="hidden units of the classifier MLP; default the embed dim")
+
+    @classmethod
+    def build_model(cls, args, task):
+        words = task.source_dictionary
+        dim = args.encoder_embed_dim
+        embed_tokens = Embedding(len(words), dim, words.pad())
+        variant = ENCODER_VARIANTS[args.pair_encoder]
+        if variant is None:
+            encoder = VariantTransformerEncoder(args, words, embed_tokens, [], None)
+        else:
+            encoder = variant.build_variant_encoder(args, words, embed_tokens)
+        pooling = Source2Token(dim) if args.pair_pooling == "source2token" else None
+        if args.pair_mlp_dim < 1:
+            raise ValueError(f"--pair-mlp-dim must be >= 1, got {args.pair_mlp_dim}")
+        mlp = nn.Linear(4 * dim, args.pair_mlp_dim)
+        return cls(args, encoder, pooling, mlp, task.heads)
+
+    def max_positions(self):
+        return self.encoder.max_positions()
+
+    def encode(self, src_tokens, src_lengths, src2_tokens, src2_lengths):
+        """-> (u (B, C), v (B, C), encoder_out of the 2B batch)."""
+        bsz = src_tokens.size(0)
+        pad = self.encoder.padding_idx
+        tokens = stack_pair(src_tokens, src2_tokens, pad)
+        out = self.encoder(tokens, src_lengths=torch.cat([src_lengths, src2_lengths]))
+        x = out["encoder_out"][0].transpose(0, 1)  # T x 2B x C -> 2B x T x C
+        pad_mask = tokens.eq(pad)
+        vectors = mean_pool(x, pad_mask) if self.pooling is None else self.pooling(x, pad_mask)
+        return vectors[:bsz], vectors[bsz:], out
+
+    def forward(self, src_tokens, src_lengths, src2_tokens, src2_lengths, **kwargs):
+        u, v, out = self.encode(src_tokens, src_lengths, src2_tokens, src2_lengths)
+        hidden = self.dropout(F.relu(self.mlp(self.dropout(pair_features(u, v)))))
+        logits = {name: head(hidden) for name, head in self.heads.items()}
+        return logits, {"selection_stats": pair_records(out.get("selection_stats", []),
+                                                        src_tokens.size(0))}
+
+    @torch.no_grad()
+    def predict(self, net_output):
+        """{"label": (B,) argmax label ids, "score": (B,) relatedness} for the heads it has."""
+        logits = net_output[0]
+        out = {}
+        if "entailment" in logits:
+            out["label"] = logits["entailment"].argmax(dim=-1)
+        if "relatedness" in logits:
+            out["score"] = relatedness_scores(logits["relatedness"])
+        return out
+
+
+@register_model_architecture("pair_classifier", "pair_classifier")
+def pair_classifier(args):
+    """fairseq's base Transformer encoder shape; source2token pooling; the variants' defaults."""
+    args.pair_encoder = getattr(args, "pair_encoder", None) or "san"
+    if args.pair_encoder not in ENCODER_VARIANTS:
+        raise ValueError(f"--pair-encoder {args.pair_encoder!r}: choose from {sorted(ENCODER_VARIANTS)}")
+    args.pair_pooling = getattr(args, "pair_pooling", None) or "source2token"
+    for variant in ENCODER_VARIANTS.values():
+        if variant is not None:
+            variant.fill_defaults(args)
+    base_architecture(args)
+    if getattr(args, "pair_mlp_dim", None) is None:
+        args.pair_mlp_dim = args.encoder_embed_dim
+
+
+@register_model_architecture("pair_classifier", "pair_classifier_small")
+def pair_classifier_small(args):
+    """transformer_small's encoder: 3 layers, width 128, FFN 512, 4 heads."""
+    transformer_small(args)
+    pair_classifier(args)

@@ -1,0 +1,143 @@
+"""Sentence-pair metrics: entailment accuracy, per-class F1, confusion matrix; relatedness
+Pearson r, Spearman rho (scipy) and MSE; Tai et al.'s target distribution; paired tests.
+
+Paired tests (``compare``) use ``ssan_plugin.significance.paired_bootstrap`` (two-sided, ties
+counted, add-one: identical predictions give p = 1) on per-pair sufficient statistics:
+accuracy from (correct, 1), Pearson r from (x, y, x^2, y^2, xy, 1), MSE from ((x - y)^2, 1).
+Spearman's rho is not a sum of per-pair statistics (ranks are global) and gets no test. The
+call to the test is :func:`paired_test`, the one place to swap it.
+"""
+
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from .corpus import LABELS
+
+
+def relatedness_distribution(scores, levels: int = 5):
+    """Tai et al. (2015): y in [1, K] -> p with p_floor(y) = floor(y) - y + 1,
+    p_floor(y)+1 = y - floor(y), 0 elsewhere (1-based levels), so that sum_j j p_j = y.
+    Works on a torch tensor (B,) -> (B, K) or a numpy array."""
+    import torch
+
+    y = torch.as_tensor(scores, dtype=torch.float32).clamp(1, levels)
+    low = y.floor().clamp(max=levels - 1)  # y = K goes to levels K-1 (weight 0) and K (1)
+    upper_weight = y - low
+    p = torch.zeros(*y.shape, levels, dtype=torch.float32, device=y.device)
+    idx = (low - 1).long().unsqueeze(-1)
+    p.scatter_(-1, idx, (1 - upper_weight).unsqueeze(-1))
+    p.scatter_(-1, idx + 1, upper_weight.unsqueeze(-1))
+    return p
+
+
+def entailment_metrics(gold: Sequence[str], predicted: Sequence[str]) -> dict:
+    """Accuracy (percent), per-class precision / recall / F1 (percent) and support, macro F1,
+    confusion matrix (rows gold, columns predicted, in ``LABELS`` order)."""
+    if len(gold) != len(predicted) or not gold:
+        raise ValueError(f"{len(gold)} gold labels vs {len(predicted)} predictions")
+    index = {label: i for i, label in enumerate(LABELS)}
+    confusion = np.zeros((len(LABELS), len(LABELS)), dtype=np.int64)
+    for g, p in zip(gold, predicted):
+        confusion[index[g], index[p]] += 1
+    per_class = {}
+    for i, label in enumerate(LABELS):
+        tp = int(confusion[i, i])
+        predicted_n, gold_n = int(confusion[:, i].sum()), int(confusion[i, :].sum())
+        precision = 100.0 * tp / predicted_n if predicted_n else 0.0
+        recall = 100.0 * tp / gold_n if gold_n else 0.0
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        per_class[label] = {"precision": precision, "recall": recall, "f1": f1, "support": gold_n}
+    return {
+        "accuracy": 100.0 * float(np.trace(confusion)) / len(gold),
+        "macro_f1": float(np.mean([c["f1"] for c in per_class.values()])),
+        "per_class": per_class,
+        "confusion": {"labels": list(LABELS), "rows": "gold", "columns": "predicted",
+                      "matrix": confusion.tolist()},
+        "pairs": len(gold),
+    }
+
+
+def relatedness_metrics(gold: Sequence[float], predicted: Sequence[float]) -> dict:
+    from scipy import stats
+
+    x, y = np.asarray(predicted, dtype=np.float64), np.asarray(gold, dtype=np.float64)
+    if x.shape != y.shape or not x.size:
+        raise ValueError(f"{y.size} gold scores vs {x.size} predictions")
+    constant = np.ptp(x) == 0 or np.ptp(y) == 0  # correlation undefined
+    return {
+        "pearson": float("nan") if constant else float(stats.pearsonr(x, y)[0]),
+        "spearman": float("nan") if constant else float(stats.spearmanr(x, y)[0]),
+        "mse": float(np.mean((x - y) ** 2)),
+        "pairs": int(x.size),
+    }
+
+
+# ---------------------------------------------------------------- paired tests
+
+def accuracy_stats(gold, predicted) -> np.ndarray:
+    return np.array([[float(g == p), 1.0] for g, p in zip(gold, predicted)])
+
+
+def accuracy_score(sums) -> float:
+    return 100.0 * sums[0] / sums[1]
+
+
+def pearson_stats(gold, predicted) -> np.ndarray:
+    x, y = np.asarray(predicted, np.float64), np.asarray(gold, np.float64)
+    return np.stack([x, y, x * x, y * y, x * y, np.ones_like(x)], axis=1)
+
+
+def pearson_score(sums) -> float:
+    sx, sy, sxx, syy, sxy, n = sums
+    cov = sxy - sx * sy / n
+    var = (sxx - sx * sx / n) * (syy - sy * sy / n)
+    return float(cov / np.sqrt(var)) if var > 0 else 0.0
+
+
+def mse_stats(gold, predicted) -> np.ndarray:
+    x, y = np.asarray(predicted, np.float64), np.asarray(gold, np.float64)
+    return np.stack([(x - y) ** 2, np.ones_like(x)], axis=1)
+
+
+def mse_score(sums) -> float:
+    return float(sums[0] / sums[1])
+
+
+TESTED = {  # metric -> (head, per-pair statistics, score of the summed statistics)
+    "accuracy": ("label", accuracy_stats, accuracy_score),
+    "pearson": ("score", pearson_stats, pearson_score),
+    "mse": ("score", mse_stats, mse_score),
+}
+
+
+def paired_test(baseline_stats: np.ndarray, system_stats: np.ndarray, score, n_samples: int,
+                seed: int) -> dict:
+    """The project's paired bootstrap (ssan_plugin.significance); the one place to swap it."""
+    from ..significance import paired_bootstrap
+
+    result = paired_bootstrap(baseline_stats, system_stats, score, n_samples=n_samples, seed=seed)
+    return {"delta": result.delta, "p_value": result.p_value, "test": result.test,
+            "samples": result.n_samples, "identical": result.identical}
+
+
+def compare(gold: Dict[str, list], baseline: Dict[str, list], system: Dict[str, list],
+            n_samples: int = 1000, seed: int = 12345) -> Dict[str, dict]:
+    """{metric: test result} for each metric both systems have; gold/baseline/system map
+    ``label`` and ``score`` to per-pair lists (None when a model has no such head)."""
+    out = {}
+    for metric, (head, stats, score) in TESTED.items():
+        if baseline.get(head) is None or system.get(head) is None:
+            continue
+        out[metric] = paired_test(stats(gold[head], baseline[head]),
+                                  stats(gold[head], system[head]), score, n_samples, seed)
+    return out
+
+
+def system_metrics(gold: Dict[str, list], predicted: Dict[str, Optional[List]]) -> dict:
+    out = {}
+    if predicted.get("label") is not None:
+        out["entailment"] = entailment_metrics(gold["label"], predicted["label"])
+    if predicted.get("score") is not None:
+        out["relatedness"] = relatedness_metrics(gold["score"], predicted["score"])
+    return out

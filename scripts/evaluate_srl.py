@@ -14,32 +14,31 @@ subset), then scored: precision, recall, F1 in percent, overall and per label, V
 the counts; the srl-eval.pl table is printed. The work is ssan_plugin.srl.evaluate.
 """
 
-import argparse
 import sys
 
-from ssan_plugin.srl.evaluate import EvaluationError, evaluate_checkpoint
+from ssan_plugin.cli import ArgumentParser, positive_int, script_main
+from ssan_plugin.srl.evaluate import evaluate_checkpoint
 
 
+@script_main
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[1])
+    parser = ArgumentParser(description=__doc__.split("\n")[1])
     parser.add_argument("--data", required=True, metavar="DIR")
     parser.add_argument("--checkpoint", required=True, metavar="PATH")
     parser.add_argument("--subset", default="test")
     parser.add_argument("--gold-props", required=True, metavar="OUT")
     parser.add_argument("--pred-props", required=True, metavar="OUT")
     parser.add_argument("--json", required=True, metavar="OUT")
-    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--batch-size", type=positive_int, default=64)
     parser.add_argument("--cpu", action="store_true", help="decode on CPU even with a GPU")
     args = parser.parse_args(argv)
 
-    try:
-        _, result = evaluate_checkpoint(args.data, args.checkpoint, args.subset, args.gold_props,
-                                        args.pred_props, args.json, args.batch_size, args.cpu)
-    except EvaluationError as err:
-        parser.exit(2, f"evaluate_srl.py: error: {err}\n")
+    _, result = evaluate_checkpoint(args.data, args.checkpoint, args.subset, args.gold_props,
+                                    args.pred_props, args.json, args.batch_size, args.cpu)
     sys.stdout.write(result.report())
     print(f"wrote {args.json}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

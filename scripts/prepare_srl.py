@@ -20,35 +20,36 @@ conversion is ssan_plugin.srl.binarize.
 """
 
 import argparse
+import sys
 
-from ssan_plugin.srl.binarize import FORMATS, PrepareError, prepare
-from ssan_plugin.srl.corpus import CoNLLFormatError
+from ssan_plugin.cli import ArgumentParser, check_output_dir, positive_int, script_main
+from ssan_plugin.srl.binarize import FORMATS, prepare
 
 
+@script_main
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[1],
+    parser = ArgumentParser(description=__doc__.split("\n")[1],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--format", required=True, choices=list(FORMATS))
     parser.add_argument("--train", required=True, metavar="F")
     parser.add_argument("--valid", metavar="F")
     parser.add_argument("--test", metavar="F")
     parser.add_argument("--dest", required=True, metavar="DIR")
-    parser.add_argument("--word-threshold", type=int, default=1, metavar="N",
+    parser.add_argument("--word-threshold", type=positive_int, default=1, metavar="N",
                         help="keep training words seen at least N times (default 1)")
     args = parser.parse_args(argv)
 
     splits = {name: getattr(args, name) for name in ("train", "valid", "test")
               if getattr(args, name)}
-    try:
-        manifest = prepare(args.format, splits, args.dest, args.word_threshold)
-    except (CoNLLFormatError, FileNotFoundError, PrepareError) as err:
-        parser.exit(2, f"prepare_srl.py: error: {err}\n")
+    check_output_dir(args.dest, "--dest")
+    manifest = prepare(args.format, splits, args.dest, args.word_threshold)
     for name, stats in manifest["splits"].items():
         print(f"{name}: {stats['sentences']} sentences, {stats['instances']} instances, "
               f"{stats['instance_tokens']} instance tokens, {stats['unknown_word_tokens']} unknown words, "
               f"{stats['unknown_label_tokens']} unknown labels")
     print(f"wrote {args.dest}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -13,16 +13,16 @@ Example:
 """
 
 import argparse
-import logging
 import shlex
 import sys
 
-from ssan_plugin.translation.prepare import PrepareConfig, prepare
-from ssan_plugin.translation.textio import PipelineError
+from ssan_plugin.cli import (ArgumentParser, check_output_dir, float_arg, int_arg, positive_int,
+                             script_main, setup_logging)
+from ssan_plugin.translation.prepare import DEFAULT_MAX_POSITIONS, PrepareConfig, prepare
 
 
 def parse_args(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__,
+    ap = ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--src", required=True, help="source language code (file suffix)")
     ap.add_argument("--tgt", required=True, help="target language code (file suffix)")
@@ -30,7 +30,7 @@ def parse_args(argv=None):
     ap.add_argument("--valid", required=True, metavar="PREFIX", help="validation files PREFIX.LANG")
     ap.add_argument("--test", required=True, metavar="PREFIX", help="test files PREFIX.LANG")
     ap.add_argument("--dest", required=True, metavar="DIR", help="output fairseq data-bin")
-    ap.add_argument("--vocab-size", required=True, type=int, metavar="N",
+    ap.add_argument("--vocab-size", required=True, type=int_arg(8), metavar="N",
                     help="joint sentencepiece vocabulary size (an upper bound on tiny corpora)")
     ap.add_argument("--segmented", default="auto", choices=["auto", "none", "src", "tgt", "both"],
                     help="which sides are already tokenised/word-segmented (never re-tokenised "
@@ -41,37 +41,48 @@ def parse_args(argv=None):
                     action="store_true", help="Moses tokeniser -a (split hyphenated words)")
     ap.add_argument("--romanian-remove-diacritics", action="store_true",
                     help="Romanian side: also remove diacritics, as the WMT16 Edinburgh systems")
-    ap.add_argument("--max-len", type=int, default=250, metavar="PIECES",
+    ap.add_argument("--max-len", type=positive_int, default=250, metavar="PIECES",
                     help="training split only: drop pairs with a side longer than this (250)")
-    ap.add_argument("--ratio", type=float, default=9.0,
+    ap.add_argument("--max-positions", type=int_arg(2), default=DEFAULT_MAX_POSITIONS,
+                    metavar="N", help="the model's source/target positions (fairseq's default "
+                    f"{DEFAULT_MAX_POSITIONS}, which the recipes use): valid/test lines with more "
+                    "pieces (+ end of sentence) are kept but reported, with their line numbers")
+    ap.add_argument("--ratio", type=float_arg(1.0), default=9.0,
                     help="training split only: drop pairs whose piece-length ratio exceeds "
                          "this (9, as Moses clean-corpus-n)")
     ap.add_argument("--spm-model-type", default="unigram", choices=["unigram", "bpe", "char", "word"])
-    ap.add_argument("--character-coverage", type=float, default=None,
-                    help="sentencepiece character coverage (default 0.9995 with a ja/zh/ko "
-                         "side, else 1.0)")
-    ap.add_argument("--threads", type=int, default=1, help="sentencepiece training threads")
-    ap.add_argument("--workers", type=int, default=1, help="fairseq-preprocess workers")
+    ap.add_argument("--character-coverage", type=float_arg(0.98, 1.0), default=None,
+                    help="sentencepiece character coverage, in [0.98, 1] (default 0.9995 with "
+                         "a ja/zh/ko side, else 1.0)")
+    ap.add_argument("--threads", type=positive_int, default=1,
+                    help="sentencepiece training threads")
+    ap.add_argument("--workers", type=positive_int, default=1, help="fairseq-preprocess workers")
     ap.add_argument("--overwrite", action="store_true", help="allow a non-empty --dest")
     return ap.parse_args(argv)
 
 
+def too_long_note(counts, max_positions):
+    found = {split: len(set().union(*counts[split]["too_long_kept"].values()))
+             for split in ("valid", "test")}
+    if not any(found.values()):
+        return ""
+    return (" (longer than " + str(max_positions) + " positions, kept: " +
+            ", ".join(f"{split} {n}" for split, n in found.items() if n) + ")")
+
+
+@script_main(prog="prepare_translation.py")
 def main(argv=None):
-    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
-                        level=logging.INFO, stream=sys.stderr, force=True)
+    setup_logging()
     args = parse_args(argv)
+    check_output_dir(args.dest, "--dest")
     command = shlex.join([sys.argv[0]] + (sys.argv[1:] if argv is None else list(argv)))
     cfg = PrepareConfig(command=command, **vars(args))
-    try:
-        manifest = prepare(cfg)
-    except PipelineError as err:
-        print(f"prepare_translation.py: error: {err}", file=sys.stderr)
-        return 2
+    manifest = prepare(cfg)
     c = manifest["counts"]
     print(f"prepared {cfg.dest}: train {c['train']['kept']}/{c['train']['input']} pairs kept "
           f"(dropped: empty {c['train']['dropped_empty']}, too long "
           f"{c['train']['dropped_too_long']}, ratio {c['train']['dropped_ratio']}), valid "
-          f"{c['valid']['kept']}, test {c['test']['kept']}; "
+          f"{c['valid']['kept']}, test {c['test']['kept']}{too_long_note(c, args.max_positions)}; "
           f"{manifest['sentencepiece']['pieces']} sentencepiece pieces")
     return 0
 

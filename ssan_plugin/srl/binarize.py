@@ -23,10 +23,11 @@ from typing import Dict, Iterable, Iterator, List, NamedTuple, Sequence, Tuple
 import torch
 from fairseq.data import Dictionary, indexed_dataset
 
+from ..cli import InputError, check_input_file, check_output_dir
 from . import datadir
 from .conll2005 import read_conll2005, resolve_conll2005
 from .conll2012 import read_conll2012
-from .corpus import Sentence
+from .corpus import CoNLLFormatError, Sentence
 from .props import write_props
 
 FORMATS = ("conll2012", "conll2005")
@@ -34,7 +35,7 @@ WORD_PADDING_FACTOR = 8
 LABEL_PADDING_FACTOR = 1
 
 
-class PrepareError(ValueError):
+class PrepareError(InputError, ValueError):
     """Input that reads fine but cannot be used (e.g. a training split without predicates)."""
 
 
@@ -50,16 +51,26 @@ def read_split(fmt: str, spec: str) -> Tuple[List[Sentence], List[str]]:
     """(sentences, source paths) of one split.
 
     ``conll2012``: spec is a ``*_conll`` file. ``conll2005``: a prefix P (``P.words`` and
-    ``P.props``, each optionally ``.gz``) or ``WORDS,PROPS``. Raises FileNotFoundError or
+    ``P.props``, each optionally ``.gz``) or ``WORDS,PROPS``. Raises PrepareError (a missing
+    file, a directory, an unreadable file), InputError (invalid UTF-8) or
     ``CoNLLFormatError`` (``path:line: message``).
     """
-    if fmt == "conll2012":
-        if not os.path.exists(spec):
-            raise FileNotFoundError(f"{spec} does not exist")
-        return read_conll2012(spec), [spec]
-    if fmt == "conll2005":
-        words, props = resolve_conll2005(spec)
-        return read_conll2005(words, props), [words, props]
+    try:
+        if fmt == "conll2012":
+            check_input_file(spec, "CoNLL-2012 file")
+            return read_conll2012(spec), [spec]
+        if fmt == "conll2005":
+            try:
+                words, props = resolve_conll2005(spec)
+            except FileNotFoundError as err:
+                raise PrepareError(str(err)) from None
+            check_input_file(words, "CoNLL-2005 words file")
+            check_input_file(props, "CoNLL-2005 props file")
+            return read_conll2005(words, props), [words, props]
+    except (CoNLLFormatError, PrepareError):
+        raise
+    except InputError as err:
+        raise PrepareError(str(err)) from None
     raise ValueError(f"unknown SRL corpus format {fmt!r}; one of {FORMATS}")
 
 
@@ -152,8 +163,13 @@ def prepare(fmt: str, splits: Dict[str, str], dest: str, word_threshold: int = 1
     """Read every split (``{"train": spec, "valid": spec, ...}``; train required), then write
     the whole data directory at ``dest``; returns the manifest.
 
-    Raises FileNotFoundError, ``CoNLLFormatError`` or PrepareError before writing anything.
+    Raises ``CoNLLFormatError`` or PrepareError before writing anything (``dest`` is checked
+    first: not an existing file, writable).
     """
+    try:
+        check_output_dir(dest, "--dest")
+    except InputError as err:
+        raise PrepareError(str(err)) from None
     if "train" not in splits:
         raise PrepareError("a training split is required")
     unknown = set(splits) - set(datadir.SPLITS)

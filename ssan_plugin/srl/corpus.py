@@ -9,13 +9,14 @@ Training turns every proposition into one instance (words, predicate position, B
 from dataclasses import dataclass
 from typing import List, Sequence, Tuple
 
+from ..cli import InputError
 from .brackets import BracketError, Phrase, brackets_to_bio, parse_brackets
 
 # argument types that mark the predicate itself (a continuation of V is still the predicate)
 PREDICATE_TYPES = ("V", "C-V")
 
 
-class CoNLLFormatError(ValueError):
+class CoNLLFormatError(InputError, ValueError):
     """Malformed input; the message starts with ``path:line:`` (1-based line)."""
 
     def __init__(self, path: str, line: int, message: str):

@@ -21,6 +21,7 @@ from typing import Dict, List, Sequence, Tuple
 import torch
 from fairseq import checkpoint_utils, utils
 
+from ..cli import InputError, check_input_dir, check_output_file, load_checkpoint
 from ..tasks.srl import SRLTask
 from . import datadir
 from .brackets import bio_to_brackets
@@ -28,15 +29,49 @@ from .props import PropsSentence, read_props, write_props
 from .scorer import SRLEvalResult, evaluate_files
 
 
-class EvaluationError(ValueError):
-    """A missing input or a checkpoint that is not an SRL tagger."""
+class EvaluationError(InputError, ValueError):
+    """A missing or malformed input, or a checkpoint that is not an SRL tagger."""
+
+
+def _checked(check, *args, **kwargs):
+    """``check(*args, **kwargs)`` with its InputError raised as EvaluationError."""
+    try:
+        return check(*args, **kwargs)
+    except EvaluationError:
+        raise
+    except (InputError, ValueError) as err:
+        raise EvaluationError(str(err)) from None
+
+
+def check_subset(data: str, subset: str) -> dict:
+    """The manifest's record of ``subset``; EvaluationError if ``data`` has no such prepared
+    split (its props, instances table and indexed datasets)."""
+    files = [datadir.props_path(data, subset), datadir.instances_path(data, subset)]
+    files += [datadir.dataset_prefix(data, subset, name) + ext
+              for name in datadir.INDEXED for ext in (".bin", ".idx")]
+    manifest = {}
+    if os.path.isfile(datadir.manifest_path(data)):
+        with open(datadir.manifest_path(data), encoding="utf-8") as f:
+            manifest = _checked(json.load, f)
+    missing = [os.path.basename(p) for p in files if not os.path.isfile(p)]
+    if missing:
+        prepared = ", ".join(manifest.get("splits", {})) or "none found"
+        raise EvaluationError(f"--subset {subset}: {data} has no prepared {subset!r} split "
+                              f"(missing {', '.join(missing[:3])}); prepared splits: {prepared}")
+    return manifest.get("splits", {}).get(subset, {})
 
 
 def load_srl_checkpoint(checkpoint: str, data: str, cpu: bool = False):
-    """(model in eval mode, SRLTask on ``data``, whether on CUDA); EvaluationError otherwise."""
-    for path in (data, checkpoint):
-        if not os.path.exists(path):
-            raise EvaluationError(f"{path} does not exist")
+    """(model in eval mode, SRLTask on ``data``, whether on CUDA); EvaluationError otherwise
+    (ssan_plugin.cli.load_checkpoint's checks: a file, not empty or truncated, safe to load,
+    task ``srl`` and an ``srl_tagger*`` architecture)."""
+    if not os.path.exists(data):
+        raise EvaluationError(f"{data} does not exist")
+    _checked(check_input_dir, data, "--data")
+    if not os.path.exists(checkpoint):
+        raise EvaluationError(f"{checkpoint} does not exist")
+    _checked(load_checkpoint, checkpoint, expect_task="srl", expect_arch="srl_tagger*",
+             what="--checkpoint")
     models, _, task = checkpoint_utils.load_model_ensemble_and_task(
         [checkpoint], arg_overrides={"data": data}
     )
@@ -109,13 +144,25 @@ def evaluate_checkpoint(data: str, checkpoint: str, subset: str, gold_props: str
                         pred_props: str, json_path: str, batch_size: int = 64,
                         cpu: bool = False) -> Tuple[dict, SRLEvalResult]:
     """Decode ``subset`` of ``data``, write the gold and predicted props files and the JSON
-    report (parent folders created); returns (report, result)."""
+    report (parent folders created); returns (report, result). Every input and output is
+    checked before the model is loaded; bad input raises EvaluationError."""
+    for option, path in (("--gold-props", gold_props), ("--pred-props", pred_props),
+                         ("--json", json_path)):
+        _checked(check_output_file, path, option)
+    if not os.path.exists(data):
+        raise EvaluationError(f"{data} does not exist")
+    _checked(check_input_dir, data, "--data")
+    recorded = check_subset(data, subset)
+    gold_path = datadir.props_path(data, subset)
+    gold = _checked(read_props, gold_path)
+    if "sentences" in recorded and len(gold) != recorded["sentences"]:
+        raise EvaluationError(f"{gold_path} has {len(gold)} sentences, but the prepared "
+                              f"{subset!r} split has {recorded['sentences']} (manifest.json): "
+                              f"the gold props no longer match the data; prepare it again")
+    instances = _checked(datadir.read_instances, datadir.instances_path(data, subset))
     model, task, use_cuda = load_srl_checkpoint(checkpoint, data, cpu)
     decoded = decode_subset(task, model, subset, batch_size, use_cuda)
-    gold_path = datadir.props_path(data, subset)
-    gold = read_props(gold_path)
-    instances = datadir.read_instances(datadir.instances_path(data, subset))
-    pred = predicted_props(gold, instances, decoded, gold_path)
+    pred = _checked(predicted_props, gold, instances, decoded, gold_path)
 
     for path in (gold_props, pred_props, json_path):
         Path(path).parent.mkdir(parents=True, exist_ok=True)

@@ -23,18 +23,15 @@ def _task_cfg(state):
     return {"data": None, "source_lang": None, "target_lang": None}
 
 
-def load_checkpoint_state(path):
-    import torch
+def load_checkpoint_state(path, expect_task="translation"):
+    """The checkpoint's state, with ssan_plugin.cli.load_checkpoint's checks (safe loading,
+    a translation checkpoint); PipelineError otherwise."""
+    from ..cli import InputError, load_checkpoint
 
-    import ssan_plugin  # noqa: F401  (allow-lists the globals fairseq checkpoints pickle)
-
-    path = Path(path)
-    if not path.is_file():
-        raise PipelineError(f"checkpoint not found: {path}")
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as err:  # corrupt file, not a checkpoint, unsafe pickle
-        raise PipelineError(f"cannot read checkpoint {path}: {type(err).__name__}: {err}") from None
+        return load_checkpoint(path, expect_task=expect_task)
+    except InputError as err:
+        raise PipelineError(str(err)) from None
 
 
 def check_checkpoint(path, data_dir, src, tgt, compare_recorded_data=True):
@@ -42,9 +39,7 @@ def check_checkpoint(path, data_dir, src, tgt, compare_recorded_data=True):
     from fairseq.data import Dictionary
 
     state = load_checkpoint_state(path)
-    model = state.get("model")
-    if not isinstance(model, dict):
-        raise PipelineError(f"{path} is not a fairseq checkpoint (no model state)")
+    model = state["model"]
     data_dir = Path(data_dir)
     task = _task_cfg(state)
     for side, lang in (("source", src), ("target", tgt)):

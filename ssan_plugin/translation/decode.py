@@ -4,6 +4,13 @@ fairseq-generate (fairseq-fixed) drops the last batch when its size is not a mul
 --required-batch-size-multiple (default 8; see docs/design.md, "traps"), so we always pass 1 and check
 that every sentence of the split came back exactly once. Outputs are the H- lines (dictionary
 symbols = sentencepiece pieces), re-ordered by their sentence id.
+
+Sentences longer than the model's positions (source, or a reference longer than the target
+positions: fairseq-generate refuses both) are found before decoding. By default
+(``too_long="error"``) nothing is decoded and they are named; ``"truncate"`` decodes the first
+positions-1 source pieces (fairseq's ``--truncate-source``), ``"empty"`` skips them (fairseq's
+``--skip-invalid-size-inputs-valid-test``) and gives each an empty hypothesis; both are logged
+with their count.
 """
 
 import logging
@@ -17,6 +24,9 @@ from pathlib import Path
 from typing import List, Optional
 
 from .textio import PipelineError
+
+TOO_LONG = ("error", "truncate", "empty")
+DEFAULT_MAX_POSITIONS = 1024  # fairseq's default --max-source/target-positions
 
 logger = logging.getLogger("ssan_plugin.translation.decode")
 
@@ -37,6 +47,17 @@ class DecodingOptions:
     max_len_b: int = 200
     batch_size: int = 64  # sentences per batch
     cpu: Optional[bool] = None  # None: CPU unless CUDA is available
+    too_long: str = "error"  # a sentence longer than the model's positions: error | truncate | empty
+
+    def validate(self):
+        for name, value, low in (("beam", self.beam, 1), ("batch size", self.batch_size, 1),
+                                 ("max_len_b", self.max_len_b, 0),
+                                 ("max_len_a", self.max_len_a, 0)):
+            if not value >= low:
+                raise PipelineError(f"{name} must be >= {low}, got {value}")
+        if self.too_long not in TOO_LONG:
+            raise PipelineError(f"too_long must be one of {', '.join(TOO_LONG)}, got "
+                                f"{self.too_long!r}")
 
 
 @dataclass
@@ -78,8 +99,9 @@ def generate_command(data, checkpoint, src, tgt, subset, opts: GenerateOptions):
     return command
 
 
-def parse_generate_output(text: str, expected: int) -> List[str]:
-    """H- lines -> hypotheses in sentence-id order; every id 0..expected-1 exactly once."""
+def parse_generate_output(text: str, expected: int, skipped=frozenset()) -> List[str]:
+    """H- lines -> hypotheses in sentence-id order; every id 0..expected-1 exactly once, except
+    the ``skipped`` ids, which must be absent and get an empty hypothesis."""
     hyps = {}
     for line in text.splitlines():
         m = _HYP.match(line)
@@ -88,15 +110,15 @@ def parse_generate_output(text: str, expected: int) -> List[str]:
             if idx in hyps:  # nbest > 1: keep the best (first) hypothesis
                 continue
             hyps[idx] = m.group(2)
-    missing = sorted(set(range(expected)) - set(hyps))
-    extra = sorted(set(hyps) - set(range(expected)))
+    missing = sorted(set(range(expected)) - set(hyps) - set(skipped))
+    extra = sorted(set(hyps) - (set(range(expected)) - set(skipped)))
     if missing or extra:
         raise PipelineError(
             f"fairseq-generate returned {len(hyps)} hypotheses for a split of {expected} "
             f"sentences (missing ids {missing[:10]}{'...' if len(missing) > 10 else ''}, "
             f"unexpected ids {extra[:10]}); check --required-batch-size-multiple and "
             f"--skip-invalid-size-inputs-valid-test")
-    return [hyps[i] for i in range(expected)]
+    return [hyps.get(i, "") for i in range(expected)]
 
 
 def parse_speed(text: str) -> Optional[float]:
@@ -128,9 +150,71 @@ def run_with_progress(command, expected: int, desc: str):
         return returncode, "".join(out), err.read()
 
 
+def model_positions(state) -> tuple:
+    """(source, target) positions of a checkpoint state: the smaller of the task's and the
+    model's ``max_source/target_positions`` (fairseq's default 1024 when absent)."""
+    cfg = state.get("cfg") or {}
+    out = []
+    for side in ("source", "target"):
+        found = []
+        for part in (cfg.get("task"), cfg.get("model"), state.get("args")):
+            value = (part.get(f"max_{side}_positions") if hasattr(part, "get")
+                     else getattr(part, f"max_{side}_positions", None))
+            if value is not None:
+                found.append(int(value))
+        out.append(min(found) if found else DEFAULT_MAX_POSITIONS)
+    return tuple(out)
+
+
+def too_long_sentences(data, checkpoint, src, tgt, subset):
+    """((source, target) positions, [(sentence id, side, tokens)]) of the binarised split's
+    sentences longer than the checkpoint's positions (tokens include end of sentence)."""
+    from fairseq.data import indexed_dataset
+
+    from .checkpoints import load_checkpoint_state
+
+    positions = model_positions(load_checkpoint_state(checkpoint))
+    found = []
+    for side, lang, limit in (("source", src, positions[0]), ("target", tgt, positions[1])):
+        prefix = Path(data) / f"{subset}.{src}-{tgt}.{lang}"
+        if not indexed_dataset.MMapIndexedDataset.exists(str(prefix)):
+            continue
+        sizes = indexed_dataset.MMapIndexedDataset(str(prefix)).sizes
+        found += [(int(i), side, int(sizes[i])) for i in (sizes > limit).nonzero()[0]]
+    return positions, sorted(found)
+
+
+def _too_long_message(found, positions, subset) -> str:
+    shown = ", ".join(f"line {i + 1} ({side}, {n} tokens)" for i, side, n in found[:10])
+    more = f" and {len(found) - 10} more" if len(found) > 10 else ""
+    return (f"{len(found)} sentence(s) of {subset!r} longer than the model's positions "
+            f"(source {positions[0]}, target {positions[1]}, end of sentence included): "
+            f"{shown}{more}")
+
+
 def decode(data, checkpoint, src, tgt, subset, expected: int, opts: GenerateOptions,
            log_path=None) -> Decoded:
+    opts.validate()
     command = generate_command(data, checkpoint, src, tgt, subset, opts)
+    positions, too_long = too_long_sentences(data, checkpoint, src, tgt, subset)
+    skipped = set()
+    if too_long:
+        message = _too_long_message(too_long, positions, subset)
+        targets = [x for x in too_long if x[1] == "target"]
+        if opts.too_long == "error" or (opts.too_long == "truncate" and targets):
+            hint = ("--too-long empty skips them (a reference longer than the target "
+                    "positions cannot be truncated)" if targets else
+                    "--too-long truncate decodes their first pieces, --too-long empty skips "
+                    "them (empty hypothesis)")
+            raise PipelineError(f"{message}. Nothing was decoded; {hint}")
+        if opts.too_long == "truncate":
+            command.append("--truncate-source")
+            logger.warning("%s: source truncated to its first %d pieces", message,
+                           positions[0] - 1)
+        else:
+            command.append("--skip-invalid-size-inputs-valid-test")
+            skipped = {i for i, _, _ in too_long}
+            logger.warning("%s: skipped, empty hypothesis", message)
     logger.info("running: %s", shlex.join(command))
     started = time.time()
     returncode, stdout, stderr = run_with_progress(command, expected,
@@ -140,9 +224,15 @@ def decode(data, checkpoint, src, tgt, subset, expected: int, opts: GenerateOpti
     if log_path is not None:
         Path(log_path).write_text(log, encoding="utf-8")
     if returncode != 0:
-        tail = "\n".join(log.strip().splitlines()[-25:])
-        raise PipelineError(f"fairseq-generate failed for {checkpoint} (exit "
-                            f"{returncode}):\n{tail}")
-    pieces = parse_generate_output(stdout, expected)
+        from ..cli import StepError, step_log_path
+
+        if log_path is None:
+            log_path = step_log_path("fairseq-generate")
+            Path(log_path).write_text(log, encoding="utf-8")
+        last = next((x.strip() for x in reversed(log.strip().splitlines()) if x.strip()),
+                    "no output")
+        raise StepError(f"fairseq-generate failed for {checkpoint} (exit {returncode}): "
+                        f"{last}; full log: {log_path}")
+    pieces = parse_generate_output(stdout, expected, skipped)
     return Decoded(pieces=pieces, sent_per_s=parse_speed(log), wall_seconds=wall,
                    command=shlex.join(command), log=log)

@@ -9,7 +9,10 @@ Steps (``prepare``):
 4. a joint sentencepiece model trained on the remaining training pairs (both sides), applied
    to every split;
 5. TRAINING split only: drop pairs longer than ``max_len`` pieces on either side or whose
-   piece-length ratio exceeds ``ratio``; valid and test keep every line, in order;
+   piece-length ratio exceeds ``ratio``; valid and test keep every line, in order, and their
+   lines longer than the model's positions (``max_positions``, fairseq's default 1024, with
+   the end-of-sentence token) are reported with their line numbers (decoding refuses them
+   unless told to truncate or skip them);
 6. ``fairseq-preprocess --joined-dictionary`` into ``dest``; the binarised sizes are checked;
 7. ``dest/manifest.json``: inputs with sha256, counts before/after filtering and why, language
    handling, the sentencepiece model, and the exact commands.
@@ -34,6 +37,7 @@ logger = logging.getLogger("ssan_plugin.translation.prepare")
 
 SPLITS = ("train", "valid", "test")
 SPM_PREFIX = "spm"
+DEFAULT_MAX_POSITIONS = 1024  # fairseq's --max-source/target-positions, used by the recipes
 
 
 @dataclass
@@ -48,6 +52,7 @@ class PrepareConfig:
     segmented: str = "auto"  # auto | none | src | tgt | both
     moses_tokenize: bool = True
     max_len: int = 250
+    max_positions: int = DEFAULT_MAX_POSITIONS
     ratio: float = 9.0
     romanian_remove_diacritics: bool = False
     aggressive_dash_splits: bool = False
@@ -71,6 +76,14 @@ class PrepareConfig:
             raise PipelineError(f"--max-len must be >= 1, got {self.max_len}")
         if not self.ratio >= 1:
             raise PipelineError(f"--ratio must be >= 1, got {self.ratio}")
+        if self.max_positions < 2:
+            raise PipelineError(f"--max-positions must be >= 2, got {self.max_positions}")
+        if self.threads < 1 or self.workers < 1:
+            raise PipelineError(f"--threads and --workers must be >= 1, got {self.threads} "
+                                f"and {self.workers}")
+        if self.character_coverage is not None and not 0.98 <= self.character_coverage <= 1:
+            raise PipelineError(f"--character-coverage must be in [0.98, 1] (sentencepiece's "
+                                f"range), got {self.character_coverage}")
         if self.segmented not in ("auto", "none", "src", "tgt", "both"):
             raise PipelineError(f"--segmented must be auto, none, src, tgt or both, "
                                 f"got {self.segmented!r}")
@@ -178,14 +191,15 @@ def check_vocab_covers_characters(cfg: PrepareConfig, lines, coverage: float):
     covered = sum(n for _, n in ranked[:fit]) / total
     max_coverage = math.floor(covered * 10000) / 10000
     given = "" if cfg.character_coverage is not None else " (the default)"
+    lower = (f", or --character-coverage {max_coverage:g} or less (rarer characters then "
+             f"become <unk>)" if max_coverage >= 0.98 else "")
     raise PipelineError(
         f"--vocab-size {cfg.vocab_size} is too small for this training text: at "
         f"--character-coverage {coverage:g}{given} sentencepiece must keep {required} "
         f"characters (of {len(ranked)} distinct) as pieces, plus {SPM_META_PIECES} special "
         f"pieces = {required + SPM_META_PIECES} > {cfg.vocab_size}. Use --vocab-size "
-        f"{required + SPM_META_PIECES} or more (more leaves room for multi-character pieces), "
-        f"or --character-coverage {max_coverage:g} or less (rarer characters then become "
-        f"<unk>). Nothing was written.")
+        f"{required + SPM_META_PIECES} or more (more leaves room for multi-character "
+        f"pieces){lower}. Nothing was written.")
 
 
 def train_sentencepiece(cfg: PrepareConfig, dest: Path, train_pairs, configs):
@@ -258,6 +272,29 @@ def binarised_sizes(cfg: PrepareConfig, dest: Path) -> Dict[str, Dict[str, int]]
     return sizes
 
 
+def too_long_lines(pieces, max_positions: int):
+    """1-based numbers of the lines whose pieces + end-of-sentence exceed ``max_positions``."""
+    return [i + 1 for i, line in enumerate(pieces) if len(line.split()) + 1 > max_positions]
+
+
+def report_too_long(split: str, encoded, files, max_positions: int) -> dict:
+    """Warn about the lines of a kept split that a model with ``max_positions`` positions
+    cannot take; returns {lang: [1-based line numbers]} (the manifest's ``too_long_kept``)."""
+    found = {}
+    for lang, pieces in encoded.items():
+        lines = too_long_lines(pieces, max_positions)
+        found[lang] = lines
+        if lines:
+            shown = ", ".join(map(str, lines[:10])) + (", ..." if len(lines) > 10 else "")
+            logger.warning("%s: %d line(s) longer than %d positions (sentencepiece pieces + end "
+                           "of sentence), kept: lines %s; a model with --max-source/target-"
+                           "positions %d cannot decode them as they are (scripts/translate.py "
+                           "and evaluate_bleu.py refuse them unless told --too-long truncate "
+                           "or empty)", files[lang], len(lines), max_positions, shown,
+                           max_positions)
+    return found
+
+
 def prepare(cfg: PrepareConfig) -> dict:
     """Run the whole pipeline; returns the manifest (also written to dest/manifest.json)."""
     started = time.time()
@@ -323,6 +360,8 @@ def prepare(cfg: PrepareConfig) -> dict:
         encoded[split] = {lang: encode(processed[split][lang], f"{split}.{lang}")
                           for lang in langs}
         counts[split]["kept"] = counts[split]["input"]
+        counts[split]["too_long_kept"] = report_too_long(split, encoded[split], files[split],
+                                                         cfg.max_positions)
     for split in SPLITS:
         for lang in langs:
             write_lines(dest / "text" / f"{split}.spm.{lang}", encoded[split][lang])
@@ -346,7 +385,8 @@ def prepare(cfg: PrepareConfig) -> dict:
                    for split in SPLITS},
         "counts": counts,
         "languages": {lang: configs[lang].as_dict() for lang in langs},
-        "filter": {"max_len_pieces": cfg.max_len, "ratio": cfg.ratio, "splits": ["train"]},
+        "filter": {"max_len_pieces": cfg.max_len, "ratio": cfg.ratio, "splits": ["train"],
+                   "max_positions": cfg.max_positions},
         "sentencepiece": {"model": str((dest / f"{SPM_PREFIX}.model").resolve()),
                           "model_sha256": sha256(dest / f"{SPM_PREFIX}.model"),
                           "trained_on": "train (after dropping empty pairs), both sides",

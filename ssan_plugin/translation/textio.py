@@ -4,16 +4,19 @@ import hashlib
 from pathlib import Path
 from typing import List, Tuple
 
+from ..cli import InputError, check_input_file, decode_utf8
 
-class PipelineError(Exception):
-    """A problem with the user's input; the CLIs print the message and exit non-zero."""
+
+class PipelineError(InputError):
+    """A problem with the user's input; the CLIs print the message and exit 2 (ssan_plugin.cli)."""
 
 
 def require_file(path) -> Path:
-    path = Path(path)
-    if not path.is_file():
-        raise PipelineError(f"missing input file: {path}")
-    return path
+    """An existing, readable regular file (ssan_plugin.cli.check_input_file)."""
+    try:
+        return check_input_file(path)
+    except InputError as err:
+        raise PipelineError(str(err)) from None
 
 
 def read_lines(path) -> List[str]:
@@ -30,18 +33,11 @@ def split_lines(data: bytes, name: str) -> Tuple[List[str], int]:
 
     Only ``\\n`` ends a line (never the other characters ``str.splitlines`` splits on), a
     last line without ``\\n`` counts, a leading BOM is dropped. Invalid UTF-8 raises
-    PipelineError naming ``name``, the 1-based line and the bytes."""
+    PipelineError naming ``name``, the 1-based line and the bytes (``cli.decode_utf8``)."""
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = data.count(b"\n", 0, err.start) + 1
-        bad = data[err.start:err.end]
-        raise PipelineError(
-            f"{name}: line {line} is not valid UTF-8 (bytes {bad!r} at byte offset "
-            f"{err.start}); convert the file to UTF-8 first"
-        ) from None
-    if text.startswith("\ufeff"):
-        text = text[1:]
+        text = decode_utf8(data, name)
+    except InputError as err:
+        raise PipelineError(str(err)) from None
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()

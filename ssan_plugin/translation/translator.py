@@ -25,31 +25,27 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
-from .decode import DecodingOptions
+from .decode import TOO_LONG, DecodingOptions
 from .checkpoints import check_checkpoint
 from .pipeline import TextPipeline, progress
 from .textio import PipelineError
 
 logger = logging.getLogger("ssan_plugin.translation.translator")
 
-TOO_LONG = ("error", "truncate", "empty")
+__all__ = ["TOO_LONG", "TranslateOptions", "TranslationReport", "Translator"]
 
 
 @dataclass
 class TranslateOptions(DecodingOptions):
-    """Decoding options (the defaults are evaluate_bleu.py's) and the raw-input handling."""
+    """Decoding options (the defaults are evaluate_bleu.py's, ``too_long`` included) and the
+    raw-input handling."""
 
-    too_long: str = "error"  # error | truncate | empty
     threads: int = 1  # sentencepiece encoding threads
 
     def validate(self):
-        if self.beam < 1:
-            raise PipelineError(f"beam must be >= 1, got {self.beam}")
-        if self.batch_size < 1:
-            raise PipelineError(f"batch size must be >= 1, got {self.batch_size}")
-        if self.too_long not in TOO_LONG:
-            raise PipelineError(f"too_long must be one of {', '.join(TOO_LONG)}, got "
-                                f"{self.too_long!r}")
+        super().validate()
+        if self.threads < 1:
+            raise PipelineError(f"threads must be >= 1, got {self.threads}")
 
 
 @dataclass

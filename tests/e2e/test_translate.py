@@ -257,5 +257,5 @@ def test_average_refuses_bad_inputs(setup, tmp_path, capsys):
     assert AVERAGE.main(["--inputs", str(setup["checkpoint"]), str(evil),
                          "--output", str(tmp_path / "a.pt")]) == 2
     err = capsys.readouterr().err
-    assert f"cannot read checkpoint {evil}" in err and "Weights only load failed" in err
+    assert f"checkpoint {evil}: refused by torch's safe loader" in err and "Weights only load failed" in err
     assert not (tmp_path / "pwned").exists() and not (tmp_path / "a.pt").exists()

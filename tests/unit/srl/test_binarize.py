@@ -151,8 +151,10 @@ def test_nothing_written_on_bad_input(corpus):
     (corpus / "none_conll").write_text(conll_row(0, "Hi") + "\n", encoding="utf-8")
     with pytest.raises(PrepareError, match="has no predicates"):
         prepare("conll2012", {"train": str(corpus / "none_conll")}, str(dest))
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(PrepareError, match="missing: no such file"):
         prepare("conll2012", {"train": str(corpus / "missing")}, str(dest))
+    with pytest.raises(PrepareError, match="is a directory"):
+        prepare("conll2012", {"train": str(corpus)}, str(dest))
     with pytest.raises(PrepareError, match="unknown split"):
         prepare("conll2012", {"train": str(corpus / "train_conll"), "dev": "x"}, str(dest))
     assert not dest.exists()

@@ -166,4 +166,4 @@ def test_missing_manifest_and_missing_checkpoint_refused(setup, tmp_path, capsys
     assert "manifest.json not found" in err
     err = refused(capsys, setup["data"], setup["ref"], [("system", "x", tmp_path / "no.pt")],
                   tmp_path / "r.json")
-    assert f"checkpoint not found: {tmp_path / 'no.pt'}" in err
+    assert f"checkpoint {tmp_path / 'no.pt'}: no such file" in err

@@ -1,0 +1,90 @@
+"""Pair metrics against direct computations; Tai et al.'s distribution; the paired tests."""
+
+import numpy as np
+import pytest
+import torch
+
+from ssan_plugin.pairs.corpus import LABELS
+from ssan_plugin.pairs.metrics import (
+    TESTED,
+    compare,
+    entailment_metrics,
+    relatedness_distribution,
+    relatedness_metrics,
+)
+
+RNG = np.random.default_rng(0)
+GOLD = list(RNG.choice(LABELS, size=60))
+PRED = [g if RNG.random() < 0.6 else str(RNG.choice(LABELS)) for g in GOLD]
+Y = RNG.uniform(1, 5, size=60)
+X = Y + RNG.normal(0, 0.8, size=60)  # no ties: the ranks below need none
+
+
+def test_entailment_metrics_match_direct_counts():
+    m = entailment_metrics(GOLD, PRED)
+    assert m["accuracy"] == pytest.approx(100 * np.mean([g == p for g, p in zip(GOLD, PRED)]))
+    matrix = np.array(m["confusion"]["matrix"])
+    assert m["confusion"]["labels"] == list(LABELS) and matrix.sum() == 60
+    for i, gi in enumerate(LABELS):
+        for j, pj in enumerate(LABELS):
+            assert matrix[i, j] == sum(g == gi and p == pj for g, p in zip(GOLD, PRED))
+    for label in LABELS:
+        tp = sum(g == p == label for g, p in zip(GOLD, PRED))
+        precision = tp / sum(p == label for p in PRED)
+        recall = tp / sum(g == label for g in GOLD)
+        c = m["per_class"][label]
+        assert c["precision"] == pytest.approx(100 * precision)
+        assert c["recall"] == pytest.approx(100 * recall)
+        assert c["f1"] == pytest.approx(100 * 2 * precision * recall / (precision + recall))
+        assert c["support"] == sum(g == label for g in GOLD)
+    assert m["macro_f1"] == pytest.approx(np.mean([m["per_class"][x]["f1"] for x in LABELS]))
+
+
+def test_entailment_class_never_predicted_has_zero_f1():
+    m = entailment_metrics(["entailment", "neutral"], ["neutral", "neutral"])
+    assert m["per_class"]["entailment"] == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 1}
+    assert m["accuracy"] == 50.0
+
+
+def test_relatedness_metrics_match_direct_formulas():
+    m = relatedness_metrics(list(Y), list(X))
+    xc, yc = X - X.mean(), Y - Y.mean()
+    assert m["pearson"] == pytest.approx((xc @ yc) / np.sqrt((xc @ xc) * (yc @ yc)))
+    rx, ry = np.argsort(np.argsort(X)), np.argsort(np.argsort(Y))  # no ties in random floats
+    rxc, ryc = rx - rx.mean(), ry - ry.mean()
+    assert m["spearman"] == pytest.approx((rxc @ ryc) / np.sqrt((rxc @ rxc) * (ryc @ ryc)))
+    assert m["mse"] == pytest.approx(np.mean((X - Y) ** 2))
+    assert np.isnan(relatedness_metrics([1.0, 2.0], [3.0, 3.0])["pearson"])
+
+
+@pytest.mark.parametrize("y, expected", [
+    (1.0, [1, 0, 0, 0, 0]), (5.0, [0, 0, 0, 0, 1]), (3.6, [0, 0, 0.4, 0.6, 0]),
+    (4.5, [0, 0, 0, 0.5, 0.5]), (2.0, [0, 1, 0, 0, 0])])
+def test_tai_distribution(y, expected):
+    p = relatedness_distribution(torch.tensor([y]))[0]
+    assert p.tolist() == pytest.approx(expected)
+    assert float(p @ torch.arange(1.0, 6.0)) == pytest.approx(y)  # its expectation is y
+
+
+def test_paired_statistics_reproduce_the_metrics():
+    """Each test's per-pair statistics, summed, give exactly the reported metric."""
+    for metric, (head, stats, score) in TESTED.items():
+        gold, pred = (GOLD, PRED) if head == "label" else (Y, X)
+        expected = (entailment_metrics(gold, pred)["accuracy"] if metric == "accuracy"
+                    else relatedness_metrics(gold, pred)[metric])
+        assert score(stats(gold, pred).sum(0)) == pytest.approx(expected)
+
+
+def test_compare_identical_p_one_and_clear_difference_small_p():
+    gold = {"label": GOLD, "score": list(Y)}
+    system = {"label": PRED, "score": list(X)}
+    same = compare(gold, system, dict(system), n_samples=200)
+    assert set(same) == {"accuracy", "pearson", "mse"}
+    for result in same.values():
+        assert result["delta"] == 0 and result["p_value"] == 1.0 and result["identical"]
+    perfect = {"label": GOLD, "score": list(Y)}
+    better = compare(gold, system, perfect, n_samples=200)
+    assert better["accuracy"]["delta"] == pytest.approx(100 - entailment_metrics(GOLD, PRED)["accuracy"])
+    assert better["accuracy"]["p_value"] < 0.05 and better["mse"]["p_value"] < 0.05
+    # a head one system lacks is not compared
+    assert set(compare(gold, {"label": PRED, "score": None}, system, n_samples=50)) == {"accuracy"}

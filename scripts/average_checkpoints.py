@@ -17,15 +17,15 @@ with --keep-last-epochs N / --keep-interval-updates N while training.
 """
 
 import argparse
-import logging
 import sys
 
+from ssan_plugin.cli import (ArgumentParser, check_output_file, positive_int, script_main,
+                             setup_logging)
 from ssan_plugin.translation.average import average_checkpoints, last_checkpoints
-from ssan_plugin.translation.textio import PipelineError
 
 
 def parse_args(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__,
+    ap = ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     which = ap.add_mutually_exclusive_group(required=True)
     which.add_argument("--inputs", nargs="+", metavar="CKPT", help="checkpoints to average")
@@ -38,23 +38,20 @@ def parse_args(argv=None):
     args = ap.parse_args(argv)
     if args.last is not None:
         try:
-            args.last[0] = int(args.last[0])
-        except ValueError:
-            ap.error(f"--last N DIR: N must be an integer, got {args.last[0]!r}")
+            args.last[0] = positive_int(args.last[0])
+        except argparse.ArgumentTypeError as err:
+            ap.error(f"argument --last N DIR: N {err}")
     return args
 
 
+@script_main(prog="average_checkpoints.py")
 def main(argv=None):
-    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
-                        level=logging.INFO, stream=sys.stderr, force=True)
+    setup_logging()
     args = parse_args(argv)
-    try:
-        paths = (args.inputs if args.inputs is not None
-                 else last_checkpoints(args.last[1], args.last[0], args.kind))
-        average_checkpoints(paths, args.output)
-    except PipelineError as err:
-        print(f"average_checkpoints.py: error: {err}", file=sys.stderr)
-        return 2
+    check_output_file(args.output, "--output")
+    paths = (args.inputs if args.inputs is not None
+             else last_checkpoints(args.last[1], args.last[0], args.kind))
+    average_checkpoints(paths, args.output)
     print(f"averaged {len(paths)} checkpoints -> {args.output}: " + " ".join(map(str, paths)))
     return 0
 

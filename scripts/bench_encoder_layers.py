@@ -27,6 +27,8 @@ import sys
 import time
 from pathlib import Path
 
+from ssan_plugin.cli import ArgumentParser, positive_float, positive_int
+
 KINDS = ["san", "ssan", "disan_naive", "disan_blocked", "biblosan", "resa"]
 REPO = Path(__file__).resolve().parents[1]
 
@@ -178,17 +180,17 @@ def summarise(rows, lengths):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--worker", nargs=2, metavar=("KIND", "T"), help=argparse.SUPPRESS)
     ap.add_argument("--lengths", default="16,32,64,128,192,256,320,384")
     ap.add_argument("--kinds", default=",".join(KINDS))
-    ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--width", type=int, default=300, help="model width (a multiple of --heads, even)")
-    ap.add_argument("--heads", type=int, default=6)
-    ap.add_argument("--min-time", type=float, default=1.0, help="repeat a step until this many seconds")
-    ap.add_argument("--max-naive-gb", type=float, default=4.0,
+    ap.add_argument("--batch", type=positive_int, default=64)
+    ap.add_argument("--width", type=positive_int, default=300, help="model width (a multiple of --heads, even)")
+    ap.add_argument("--heads", type=positive_int, default=6)
+    ap.add_argument("--min-time", type=positive_float, default=1.0, help="repeat a step until this many seconds")
+    ap.add_argument("--max-naive-gb", type=positive_float, default=4.0,
                     help="skip naive DiSAN points estimated above this memory")
-    ap.add_argument("--timeout", type=float, default=300.0, help="seconds per point")
+    ap.add_argument("--timeout", type=positive_float, default=300.0, help="seconds per point")
     ap.add_argument("--out", default=str(REPO / "examples" / "variants"))
     args = ap.parse_args()
     if args.width % args.heads or args.width % 2:

@@ -26,6 +26,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from ssan_plugin.cli import ArgumentParser, positive_int
+
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 # The demo's model size is the *_small architectures (ssan_plugin/models/architectures.py).
@@ -57,11 +59,11 @@ def run_measured(cmd):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workdir", default="runs/bench")
-    ap.add_argument("--updates", type=int, default=200)
-    ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--max-tokens", type=int, default=4096)
+    ap.add_argument("--updates", type=positive_int, default=200)
+    ap.add_argument("--repeats", type=positive_int, default=2)
+    ap.add_argument("--max-tokens", type=positive_int, default=4096)
     ap.add_argument("--json", help="write the measurements here")
     args = ap.parse_args()
     work = Path(args.workdir).resolve()

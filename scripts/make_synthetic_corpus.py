@@ -19,6 +19,10 @@ otherwise the word's part of speech (``noun``, ``adj``, ``verb``, ``adv``, ``pre
 import argparse
 import os
 import random
+import sys
+
+from ssan_plugin.cli import (ArgumentParser, check_output_dir, float_arg, nonnegative_int,
+                             positive_int, script_main)
 
 SRC_SYLLABLES = ["ka", "lo", "mi", "tu", "ra", "ne", "so", "vi", "pe", "du", "go", "ha"]
 TGT_SYLLABLES = ["bel", "dor", "fin", "gar", "hum", "jol", "kir", "lun", "mar", "nop", "sut", "wex"]
@@ -136,26 +140,23 @@ def write_corpus(out: str, sizes, seed: int = 1, filler_rate: float = 0.5,
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--train", type=int, default=20000)
-    ap.add_argument("--valid", type=int, default=500)
-    ap.add_argument("--test", type=int, default=500)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--filler-rate", type=float, default=0.5,
+    ap.add_argument("--train", type=positive_int, default=20000)
+    ap.add_argument("--valid", type=positive_int, default=500)
+    ap.add_argument("--test", type=positive_int, default=500)
+    ap.add_argument("--seed", type=nonnegative_int, default=1)
+    ap.add_argument("--filler-rate", type=float_arg(0.0, 1.0, hi_open=True), default=0.5,
                     help="probability of one more filler before each content word (0.5)")
-    ap.add_argument("--distractor-rate", type=float, default=0.3,
+    ap.add_argument("--distractor-rate", type=float_arg(0.0, 1.0, hi_open=True), default=0.3,
                     help="fraction of fillers that are a marker + a content word to skip (0.3)")
-    ap.add_argument("--two-clause-rate", type=float, default=0.5,
+    ap.add_argument("--two-clause-rate", type=float_arg(0.0, 1.0, hi_open=True), default=0.5,
                     help="fraction of sentences with two clauses, reversed in the target (0.5)")
     args = ap.parse_args()
-    for name in ("filler_rate", "distractor_rate", "two_clause_rate"):
-        value = getattr(args, name)
-        if not 0 <= value < 1 or (name != "filler_rate" and not value <= 1):
-            ap.error(f"--{name.replace('_', '-')} must lie in [0, 1)")
+    check_output_dir(args.out, "--out")
     write_corpus(args.out, {"train": args.train, "valid": args.valid, "test": args.test},
                  args.seed, args.filler_rate, args.distractor_rate, args.two_clause_rate)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(script_main(main, prog="make_synthetic_corpus.py")())

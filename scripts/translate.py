@@ -21,28 +21,33 @@ import argparse
 import logging
 import sys
 
-from ssan_plugin.translation.textio import PipelineError, split_lines
+from ssan_plugin.cli import (ArgumentParser, check_output_file, finite_float, input_file_arg,
+                             nonnegative_float, nonnegative_int, positive_int, read_bytes,
+                             script_main, setup_logging)
+from ssan_plugin.translation.textio import split_lines
 from ssan_plugin.translation.translator import TOO_LONG, TranslateOptions, Translator
 
 
 def parse_args(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__,
+    ap = ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", required=True, metavar="DIR",
                     help="the data-bin (with manifest.json) the checkpoint was trained on")
     ap.add_argument("--checkpoint", required=True, metavar="CKPT", help="fairseq checkpoint")
-    ap.add_argument("--input", metavar="FILE", help="raw text, one sentence per line (default stdin)")
+    ap.add_argument("--input", metavar="FILE", type=input_file_arg,
+                    help="raw text, one sentence per line (default stdin)")
     ap.add_argument("--output", metavar="FILE", help="translations (default stdout)")
-    ap.add_argument("--beam", type=int, default=5)
-    ap.add_argument("--lenpen", type=float, default=1.0)
-    ap.add_argument("--max-len-a", type=float, default=0.0)
-    ap.add_argument("--max-len-b", type=int, default=200)
-    ap.add_argument("--batch-size", type=int, default=64, help="sentences per batch (64)")
+    ap.add_argument("--beam", type=positive_int, default=5)
+    ap.add_argument("--lenpen", type=finite_float, default=1.0)
+    ap.add_argument("--max-len-a", type=nonnegative_float, default=0.0)
+    ap.add_argument("--max-len-b", type=nonnegative_int, default=200)
+    ap.add_argument("--batch-size", type=positive_int, default=64, help="sentences per batch (64)")
     ap.add_argument("--too-long", choices=TOO_LONG, default="error",
                     help="a line longer than the model's source positions: stop before "
                          "decoding (error, default), translate its first pieces (truncate), "
                          "or output an empty line (empty)")
-    ap.add_argument("--threads", type=int, default=1, help="sentencepiece encoding threads")
+    ap.add_argument("--threads", type=positive_int, default=1,
+                    help="sentencepiece encoding threads")
     ap.add_argument("--cpu", action="store_true", default=None,
                     help="decode on CPU (default: CPU unless CUDA is available)")
     ap.add_argument("--skip-recorded-data-check", action="store_true",
@@ -55,29 +60,25 @@ def parse_args(argv=None):
 def read_input(path):
     if path is None:
         return split_lines(sys.stdin.buffer.read(), "stdin")
-    with open(path, "rb") as f:
-        return split_lines(f.read(), path)
+    return split_lines(read_bytes(path, "--input"), str(path))
 
 
+@script_main(prog="translate.py")
 def main(argv=None):
     args = parse_args(argv)
-    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
-                        level=logging.WARNING if args.quiet else logging.INFO,
-                        stream=sys.stderr, force=True)
-    try:
-        lines, crlf = read_input(args.input)
-        if crlf:
-            print(f"translate.py: {crlf} of {len(lines)} input lines ended in \\r\\n (CRLF): "
-                  f"the \\r was removed", file=sys.stderr)
-        options = TranslateOptions(beam=args.beam, lenpen=args.lenpen, max_len_a=args.max_len_a,
-                                   max_len_b=args.max_len_b, batch_size=args.batch_size,
-                                   too_long=args.too_long, threads=args.threads, cpu=args.cpu)
-        translator = Translator(args.checkpoint, args.data, options,
-                                compare_recorded_data=not args.skip_recorded_data_check)
-        outputs, report = translator.translate_with_report(lines)
-    except PipelineError as err:
-        print(f"translate.py: error: {err}", file=sys.stderr)
-        return 2
+    setup_logging(logging.WARNING if args.quiet else logging.INFO)
+    if args.output:
+        check_output_file(args.output, "--output")
+    lines, crlf = read_input(args.input)
+    if crlf:
+        print(f"translate.py: {crlf} of {len(lines)} input lines ended in \\r\\n (CRLF): "
+              f"the \\r was removed", file=sys.stderr)
+    options = TranslateOptions(beam=args.beam, lenpen=args.lenpen, max_len_a=args.max_len_a,
+                               max_len_b=args.max_len_b, batch_size=args.batch_size,
+                               too_long=args.too_long, threads=args.threads, cpu=args.cpu)
+    translator = Translator(args.checkpoint, args.data, options,
+                            compare_recorded_data=not args.skip_recorded_data_check)
+    outputs, report = translator.translate_with_report(lines)
     for message in report.messages():
         print(f"translate.py: {message}", file=sys.stderr)
     text = "".join(x + "\n" for x in outputs)

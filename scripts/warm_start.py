@@ -13,34 +13,41 @@ here). See ssan_plugin/warm_start.py.
 """
 
 import argparse
-import logging
 import sys
 
-from ssan_plugin.warm_start import WarmStartError, continue_as_variant
+from ssan_plugin.cli import (ArgumentParser, InputError, check_output_file, input_dir_arg,
+                             load_checkpoint, script_main, setup_logging)
 
 
+@script_main(prog="warm_start.py")
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     variant_flags = []
     if "--" in argv:
         cut = argv.index("--")
         argv, variant_flags = argv[:cut], argv[cut + 1:]
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--base", required=True, help="checkpoint of a trained fairseq transformer")
     ap.add_argument("--arch", required=True, help="the variant architecture, e.g. ssan_transformer")
     ap.add_argument("--out", required=True, help="checkpoint to write (e.g. SAVE_DIR/checkpoint_last.pt)")
     ap.add_argument("--criterion", default="selective_label_smoothed_cross_entropy",
                     help="the criterion the continued training will use")
-    ap.add_argument("--data", help="data-bin (default: the one recorded in the base checkpoint)")
+    ap.add_argument("--data", type=input_dir_arg,
+                    help="data-bin (default: the one recorded in the base checkpoint)")
     args = ap.parse_args(argv)
-    logging.basicConfig(format="%(levelname)s | %(message)s", level=logging.INFO, stream=sys.stderr)
+    setup_logging(fmt="%(levelname)s | %(message)s")
+    load_checkpoint(args.base, expect_task="translation", what="--base")  # checked first
+    check_output_file(args.out, "--out")
+    from ssan_plugin.warm_start import WarmStartError, continue_as_variant
+
     try:
         report = continue_as_variant(args.base, args.out, args.arch, variant_flags, args.criterion, args.data)
-    except (WarmStartError, FileNotFoundError) as err:
-        sys.exit(f"warm_start.py: error: {err}")
+    except WarmStartError as err:
+        raise InputError(str(err)) from None
     print(f"wrote {args.out}: {args.arch} at update {report.num_updates}, "
           f"{len(report.new_parameters)} new and {len(report.dropped_parameters)} dropped parameter tensors")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -33,6 +33,8 @@ import threading
 import time
 from pathlib import Path
 
+from ssan_plugin.cli import ArgumentParser, int_arg, nonnegative_int, positive_int
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "scripts"
 BIN = Path(sys.executable).parent
@@ -517,19 +519,19 @@ def check_raw(data: Path, src: str, tgt: str):
 
 
 def parse_args(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="runs/demo", help="working directory (default runs/demo)")
     ap.add_argument("--data", help="raw corpus DIR/{train,valid,test}.{src,tgt}; default: built-in")
     ap.add_argument("--src", default="src", help="source file suffix in --data (default src)")
     ap.add_argument("--tgt", default="tgt", help="target file suffix in --data (default tgt)")
     ap.add_argument("--data-bin", help="where to write the prepared data (default OUT/data-bin)")
-    ap.add_argument("--max-update", type=int, default=900, help="updates per system (same for both)")
-    ap.add_argument("--vocab-size", type=int, default=1000)
-    ap.add_argument("--train-size", type=int, default=20000, help="built-in corpus: training pairs")
-    ap.add_argument("--valid-size", type=int, default=500, help="built-in corpus: valid pairs")
-    ap.add_argument("--test-size", type=int, default=500, help="built-in corpus: test pairs")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--jobs", type=int, default=None,
+    ap.add_argument("--max-update", type=positive_int, default=900, help="updates per system (same for both)")
+    ap.add_argument("--vocab-size", type=int_arg(8), default=1000)
+    ap.add_argument("--train-size", type=positive_int, default=20000, help="built-in corpus: training pairs")
+    ap.add_argument("--valid-size", type=positive_int, default=500, help="built-in corpus: valid pairs")
+    ap.add_argument("--test-size", type=positive_int, default=500, help="built-in corpus: test pairs")
+    ap.add_argument("--seed", type=nonnegative_int, default=1)
+    ap.add_argument("--jobs", type=positive_int, default=None,
                     help="trainings/decodings side by side (default: 2 with 2+ cores, else 1)")
     ap.add_argument("--fresh", action="store_true", help="delete OUT's results first, start over")
     ap.add_argument("--verbose", action="store_true", help="stream every child's output")

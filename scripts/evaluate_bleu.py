@@ -18,12 +18,12 @@ Example:
 
 import argparse
 import json
-import logging
 import sys
 
 from ssan_plugin.translation.decode import PACKAGE_DIR, GenerateOptions
 from ssan_plugin.translation.evaluate import EvalConfig, evaluate, markdown_table, parse_system
-from ssan_plugin.translation.textio import PipelineError
+from ssan_plugin.cli import (ArgumentParser, finite_float, nonnegative_float, nonnegative_int,
+                             positive_int, script_main, setup_logging)
 
 
 class _AppendSystem(argparse.Action):
@@ -35,7 +35,7 @@ class _AppendSystem(argparse.Action):
 
 
 def parse_args(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__,
+    ap = ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", metavar="DIR",
                     help="data-bin with manifest.json (needed to decode --system checkpoints)")
@@ -51,11 +51,12 @@ def parse_args(argv=None):
     ap.add_argument("--hyp-dir", metavar="DIR",
                     help="where to write detokenised hypotheses and generate logs (default: "
                          "beside --json)")
-    ap.add_argument("--beam", type=int, default=5)
-    ap.add_argument("--lenpen", type=float, default=1.0)
-    ap.add_argument("--max-len-a", type=float, default=0.0)
-    ap.add_argument("--max-len-b", type=int, default=200)
-    ap.add_argument("--batch-size", type=int, default=64, help="sentences per generate batch")
+    ap.add_argument("--beam", type=positive_int, default=5)
+    ap.add_argument("--lenpen", type=finite_float, default=1.0)
+    ap.add_argument("--max-len-a", type=nonnegative_float, default=0.0)
+    ap.add_argument("--max-len-b", type=nonnegative_int, default=200)
+    ap.add_argument("--batch-size", type=positive_int, default=64,
+                    help="sentences per generate batch")
     ap.add_argument("--user-dir", default=str(PACKAGE_DIR),
                     help=f"fairseq --user-dir (default {PACKAGE_DIR})")
     ap.add_argument("--cpu", action="store_true", default=None,
@@ -67,7 +68,7 @@ def parse_args(argv=None):
                       help="paired bootstrap resampling (default)")
     test.add_argument("--paired-ar", dest="paired", action="store_const", const="ar",
                       help="paired approximate randomisation")
-    ap.add_argument("--paired-n", type=int, default=0,
+    ap.add_argument("--paired-n", type=positive_int, default=0,
                     help="resamples (bs, default 1000) or trials (ar, default 10000)")
     ap.add_argument("--skip-recorded-data-check", action="store_true",
                     help="do not compare the dictionaries of the data dir recorded in a "
@@ -84,25 +85,21 @@ def parse_args(argv=None):
     return args
 
 
+@script_main(prog="evaluate_bleu.py")
 def main(argv=None):
-    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
-                        level=logging.INFO, stream=sys.stderr, force=True)
+    setup_logging()
     args = parse_args(argv)
-    try:
-        cfg = EvalConfig(
-            data=args.data,
-            systems=[parse_system(value, kind) for kind, value in args.systems],
-            ref=args.ref, subset=args.subset, json_out=args.json_out, hyp_dir=args.hyp_dir,
-            generate=GenerateOptions(beam=args.beam, lenpen=args.lenpen,
-                                     max_len_a=args.max_len_a, max_len_b=args.max_len_b,
-                                     batch_size=args.batch_size, user_dir=args.user_dir,
-                                     cpu=args.cpu, extra=args.generate_args),
-            paired=args.paired or "bs", paired_n=args.paired_n,
-            skip_recorded_data_check=args.skip_recorded_data_check, tgt_lang=args.tgt_lang)
-        result = evaluate(cfg)
-    except PipelineError as err:
-        print(f"evaluate_bleu.py: error: {err}", file=sys.stderr)
-        return 2
+    cfg = EvalConfig(
+        data=args.data,
+        systems=[parse_system(value, kind) for kind, value in args.systems],
+        ref=args.ref, subset=args.subset, json_out=args.json_out, hyp_dir=args.hyp_dir,
+        generate=GenerateOptions(beam=args.beam, lenpen=args.lenpen,
+                                 max_len_a=args.max_len_a, max_len_b=args.max_len_b,
+                                 batch_size=args.batch_size, user_dir=args.user_dir,
+                                 cpu=args.cpu, extra=args.generate_args),
+        paired=args.paired or "bs", paired_n=args.paired_n,
+        skip_recorded_data_check=args.skip_recorded_data_check, tgt_lang=args.tgt_lang)
+    result = evaluate(cfg)
     print(markdown_table(result["report"], result["notes"]))
     if args.json_out:
         print(f"\nwrote {args.json_out}")

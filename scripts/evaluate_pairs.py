@@ -1,0 +1,65 @@
+#!/usr/bin/env python
+"""Predict a sentence-pair subset with one or more checkpoints and score it (public contract).
+
+    evaluate_pairs.py --data DIR --checkpoint [NAME=]CKPT [--checkpoint NAME=CKPT ...] \
+        --subset test --json OUT [--predictions OUT.tsv]
+
+DIR is a directory from scripts/prepare_pairs.py. Per checkpoint, for the heads it has:
+entailment accuracy, per-class precision / recall / F1 and the confusion matrix; relatedness
+Pearson r, Spearman rho and MSE. Later checkpoints are compared with the first by a paired
+bootstrap (accuracy, Pearson r, MSE; p-value, two-sided; identical predictions give p = 1).
+The predictions file has one line per pair, in input order: ``pair_ID <TAB> predicted_label
+<TAB> predicted_score`` (``-`` for a head the model lacks); with several checkpoints one file
+per checkpoint, OUT.NAME.tsv. Bad input: one line ``evaluate_pairs.py: error: ...``, exit 2.
+The work is ssan_plugin.pairs.evaluate.
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+from ssan_plugin.cli import InputError, int_arg, one_line
+
+PROG = "evaluate_pairs.py"
+
+
+def system_spec(text):
+    name, sep, path = text.partition("=")
+    if not sep:
+        name, path = Path(text).parent.name or Path(text).stem, text
+    if not name or not path:
+        raise argparse.ArgumentTypeError(f"expected NAME=CKPT or CKPT, got {text!r}")
+    return name, path
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[1],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", required=True, metavar="DIR")
+    parser.add_argument("--checkpoint", required=True, action="append", type=system_spec,
+                        metavar="[NAME=]CKPT", help="repeat to compare; the first is the baseline")
+    parser.add_argument("--subset", default="test")
+    parser.add_argument("--json", required=True, metavar="OUT")
+    parser.add_argument("--predictions", metavar="OUT.tsv")
+    parser.add_argument("--batch-size", type=int_arg(1), default=64)
+    parser.add_argument("--bootstrap-samples", type=int_arg(1), default=1000)
+    parser.add_argument("--seed", type=int, default=12345, help="bootstrap seed")
+    parser.add_argument("--cpu", action="store_true", help="predict on CPU even with a GPU")
+    args = parser.parse_args(argv)
+
+    from ssan_plugin.pairs.evaluate import evaluate_checkpoints, report
+
+    try:
+        result = evaluate_checkpoints(args.data, args.checkpoint, args.subset, args.json,
+                                      args.predictions, args.batch_size, args.cpu,
+                                      args.bootstrap_samples, args.seed)
+    except InputError as err:
+        print(f"{PROG}: error: {one_line(err)}", file=sys.stderr)
+        return 2
+    sys.stdout.write(report(result))
+    print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,168 @@
+"""Sentence-pair checkpoints -> predictions, metrics and paired comparisons.
+
+``evaluate_checkpoints(data, [(name, checkpoint), ...], subset, ...)``: every pair of the subset
+is predicted by every checkpoint (eval mode, batches in any order, results put back in input
+order and checked complete); per system the metrics of its heads (``metrics.system_metrics``:
+accuracy, per-class F1, confusion matrix; Pearson, Spearman, MSE); each later system against
+the first with the paired bootstrap (``metrics.compare``); a predictions file per system, one
+line per pair in input order, ``pair_ID <TAB> predicted_label <TAB> predicted_score`` (``-`` for
+a head the model does not have; score with 4 decimals).
+"""
+
+import json
+import os
+from pathlib import Path
+from typing import Dict, List, Sequence, Tuple
+
+import torch
+from fairseq import checkpoint_utils, utils
+
+from ..cli import InputError, check_input_dir, check_output_file, load_checkpoint
+from . import datadir
+from .metrics import compare, system_metrics
+
+MISSING = "-"
+
+
+class EvaluationError(InputError, ValueError):
+    """A missing or malformed input, or a checkpoint that is not a pair classifier."""
+
+
+def check_subset(data: str, subset: str) -> None:
+    try:
+        check_input_dir(data, "--data")
+    except InputError as err:
+        raise EvaluationError(str(err)) from None
+    files = [datadir.gold_path(data, subset), datadir.dict_path(data)]
+    files += [datadir.side_prefix(data, subset, side) + ext for side in datadir.SIDES
+              for ext in (".bin", ".idx")]
+    missing = [os.path.basename(p) for p in files if not os.path.isfile(p)]
+    if missing:
+        prepared = sorted(s for s in datadir.SPLITS if os.path.isfile(datadir.gold_path(data, s)))
+        raise EvaluationError(f"--subset {subset}: {data} has no prepared {subset!r} split "
+                              f"(missing {', '.join(missing[:3])}); prepared splits: "
+                              f"{', '.join(prepared) or 'none (not a prepare_pairs.py directory)'}")
+
+
+def load_pair_checkpoint(checkpoint: str, data: str, cpu: bool = False):
+    """(model in eval mode, task on ``data``, on CUDA?); EvaluationError for a checkpoint that is
+    missing, unsafe, truncated or not of task ``sentence_pair``."""
+    try:
+        load_checkpoint(checkpoint, expect_task="sentence_pair", expect_arch="pair_classifier*",
+                        what="--checkpoint")
+    except InputError as err:
+        raise EvaluationError(str(err)) from None
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task(
+        [checkpoint], arg_overrides={"data": data})
+    model = models[0]
+    use_cuda = torch.cuda.is_available() and not cpu
+    if use_cuda:
+        model.cuda()
+    model.eval()
+    return model, task, use_cuda
+
+
+def predict_subset(task, model, subset: str, batch_size: int, use_cuda: bool) -> Dict[int, dict]:
+    task.load_dataset(subset)
+    dataset = task.dataset(subset)
+    itr = task.get_batch_iterator(
+        dataset=dataset, max_sentences=batch_size, max_positions=None,
+        ignore_invalid_inputs=False, required_batch_size_multiple=1, seed=1, num_workers=0,
+    ).next_epoch_itr(shuffle=False)
+    predictions = {}
+    for sample in itr:
+        if use_cuda:
+            sample = utils.move_to_cuda(sample)
+        predictions.update(task.predict(model, sample))
+    if sorted(predictions) != list(range(len(dataset))):
+        raise RuntimeError(f"predicted {len(predictions)} of {len(dataset)} pairs of {subset!r}")
+    return predictions
+
+
+def as_columns(predictions: Dict[int, dict]) -> Dict[str, list]:
+    """{"label": [...] or None, "score": [...] or None} in input order."""
+    rows = [predictions[i] for i in range(len(predictions))]
+    return {key: None if rows[0][key] is None else [row[key] for row in rows]
+            for key in ("label", "score")}
+
+
+def write_predictions(path, gold, columns: Dict[str, list]) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        for i, pair in enumerate(gold):
+            label = MISSING if columns["label"] is None else columns["label"][i]
+            score = MISSING if columns["score"] is None else f"{columns['score'][i]:.4f}"
+            f.write(f"{pair.pair_id}\t{label}\t{score}\n")
+
+
+def predictions_path(base: str, name: str, several: bool) -> str:
+    if not several:
+        return base
+    stem, ext = os.path.splitext(base)
+    return f"{stem}.{name}{ext or '.tsv'}"
+
+
+def evaluate_checkpoints(data: str, systems: Sequence[Tuple[str, str]], subset: str,
+                         json_out: str, predictions_out: str = None, batch_size: int = 64,
+                         cpu: bool = False, bootstrap_samples: int = 1000,
+                         seed: int = 12345) -> dict:
+    """See the module docstring; returns the JSON written to ``json_out``."""
+    check_subset(data, subset)
+    for path in [json_out] + ([predictions_out] if predictions_out else []):
+        try:
+            check_output_file(path)
+        except InputError as err:
+            raise EvaluationError(str(err)) from None
+    names = [name for name, _ in systems]
+    if len(set(names)) != len(names):
+        raise EvaluationError(f"system names repeat: {', '.join(names)}")
+    gold = datadir.read_gold(datadir.gold_path(data, subset))
+    gold_columns = {"label": [p.label for p in gold], "score": [p.score for p in gold]}
+    loaded = [(name, path, load_pair_checkpoint(path, data, cpu)) for name, path in systems]
+    result = {"data": str(Path(data).resolve()), "subset": subset, "pairs": len(gold),
+              "systems": {}, "comparisons": {}}
+    columns: Dict[str, dict] = {}
+    for name, path, (model, task, use_cuda) in loaded:
+        for head, key in (("label", "entailment"), ("score", "relatedness")):
+            if key in task.heads and any(v is None for v in gold_columns[head]):
+                raise EvaluationError(f"--subset {subset} of {data} has pairs without "
+                                      f"{'entailment label' if head == 'label' else 'relatedness score'}")
+        predicted = predict_subset(task, model, subset, batch_size, use_cuda)
+        columns[name] = as_columns(predicted)
+        result["systems"][name] = {"checkpoint": str(path), "target": str(task.cfg.pair_target),
+                                   **system_metrics(gold_columns, columns[name])}
+        if predictions_out:
+            out = predictions_path(predictions_out, name, len(systems) > 1)
+            write_predictions(out, gold, columns[name])
+            result["systems"][name]["predictions"] = out
+    baseline = names[0]
+    for name in names[1:]:
+        result["comparisons"][name] = {"against": baseline, **compare(
+            gold_columns, columns[baseline], columns[name], bootstrap_samples, seed)}
+    Path(json_out).parent.mkdir(parents=True, exist_ok=True)
+    with open(json_out, "w", encoding="utf-8") as f:
+        json.dump(result, f, indent=2)
+        f.write("\n")
+    return result
+
+
+def report(result: dict) -> str:
+    """A markdown table of the systems (and deltas / p-values against the first)."""
+    lines = ["| system | accuracy | macro F1 | Pearson r | Spearman rho | MSE |",
+             "|---|---|---|---|---|---|"]
+    for name, system in result["systems"].items():
+        ent, rel = system.get("entailment", {}), system.get("relatedness", {})
+        test = result["comparisons"].get(name, {})
+
+        def cell(value, metric=None, fmt="{:.2f}"):
+            if value is None:
+                return "–"
+            text = fmt.format(value)
+            if metric in test:
+                text += f" ({test[metric]['delta']:+.3g}, p={test[metric]['p_value']:.3g})"
+            return text
+
+        lines.append(f"| {name} | {cell(ent.get('accuracy'), 'accuracy')} | "
+                     f"{cell(ent.get('macro_f1'))} | {cell(rel.get('pearson'), 'pearson', '{:.4f}')} | "
+                     f"{cell(rel.get('spearman'), None, '{:.4f}')} | {cell(rel.get('mse'), 'mse', '{:.4f}')} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,257 @@
+"""Sentence pairs through the public CLIs: prepare_pairs.py, fairseq-train --task
+sentence_pair, evaluate_pairs.py, and --encoder-init from a translation checkpoint.
+
+A synthetic SICK-layout corpus (tests/helpers/pairs_cli.py) is prepared once per module; every
+encoder is trained on it for a few updates and all are evaluated in one call. The test on the
+real SICK / SNLI files skips when ../shared/data is absent.
+"""
+
+import json
+import sys
+
+import pytest
+import torch
+from helpers.pairs_cli import (
+    NLI,
+    ROOT,
+    TINY_PAIR_MODEL,
+    build_pair,
+    evaluate,
+    prepare,
+    sick_rows,
+    train,
+    write_sick,
+    write_snli,
+)
+from helpers.translation_testlib import load_script, prepare as prepare_translation, train_tiny
+
+from ssan_plugin.pairs import datadir
+from ssan_plugin.pairs.corpus import LABELS
+from ssan_plugin.pairs.metrics import entailment_metrics, relatedness_metrics
+
+ENCODERS = ("san", "ssan", "disan", "biblosan", "resa")
+
+
+@pytest.fixture(scope="module")
+def sick(tmp_path_factory):
+    raw = tmp_path_factory.mktemp("sick_raw")
+    write_sick(raw / "train.tsv", sick_rows(90))
+    write_sick(raw / "valid.tsv", sick_rows(30, start_id=500), "TRIAL")
+    test_rows = sick_rows(25, start_id=900)[::-1]  # ids not in order: the output keeps input order
+    write_sick(raw / "test.tsv", test_rows, "TEST")
+    dest = tmp_path_factory.mktemp("sick") / "bin"
+    prepare("sick", raw / "train.tsv", raw / "valid.tsv", raw / "test.tsv", dest,
+            "--vocab-size", 40)
+    return raw, dest, test_rows
+
+
+def test_prepare_sick_manifest_gold_and_text(sick):
+    raw, dest, test_rows = sick
+    manifest = json.loads((dest / "manifest.json").read_text())
+    assert manifest["format"] == "sick" and manifest["tokens"] == "spm"
+    assert {s: c["pairs"] for s, c in manifest["counts"].items()} == {"train": 90, "valid": 30,
+                                                                      "test": 25}
+    assert manifest["counts"]["train"]["labels"] == {"entailment": 30, "neutral": 30,
+                                                     "contradiction": 30}
+    assert manifest["inputs"]["test"][0]["path"] == str((raw / "test.tsv").resolve())
+    assert "fairseq_cli.preprocess" in manifest["commands"]["fairseq_preprocess"]
+    gold = datadir.read_gold(datadir.gold_path(dest, "test"))
+    assert [(p.pair_id, p.label, p.score) for p in gold] == [
+        (i, label.lower(), score) for i, _, _, label, score in test_rows]
+    import sentencepiece as spm
+
+    sp = spm.SentencePieceProcessor(model_file=str(dest / "spm.model"))
+    pieces = (dest / "text" / "test.s2").read_text().splitlines()
+    assert [sp.decode_pieces(p.split()) for p in pieces] == [b for _, _, b, _, _ in test_rows]
+    assert (dest / "dict.s1.txt").read_text() == (dest / "dict.s2.txt").read_text()
+
+
+def test_every_encoder_trains_and_evaluates(sick, tmp_path):
+    _, data, test_rows = sick
+    systems = []
+    for encoder in ENCODERS:
+        extra = ("--select-scale", "0.01") if encoder in ("ssan", "resa") else ()
+        checkpoint, proc = train(data, tmp_path / encoder, encoder, *extra, target="both")
+        log = proc.stdout + proc.stderr
+        assert "num_updates 4" in log and "accuracy" in log and "mse" in log
+        if encoder in ("ssan", "resa"):
+            assert "sel_1=" in log and "ssan_reg=" in log  # the selective logging applies
+        if encoder == "resa":
+            assert "resa_pg=" in log  # REINFORCE switched on
+        systems.append(f"{encoder}={checkpoint}")
+    systems.append(f"san_again={tmp_path / 'san' / 'checkpoint_last.pt'}")
+    out = tmp_path / "eval"
+    proc = evaluate(data, systems, out / "scores.json", "--predictions", out / "pred.tsv",
+                    "--batch-size", 7)
+    assert "| ssan |" in proc.stdout
+    result = json.loads((out / "scores.json").read_text())
+    assert result["pairs"] == 25 and list(result["systems"]) == [*ENCODERS, "san_again"]
+    gold_labels = [label.lower() for _, _, _, label, _ in test_rows]
+    gold_scores = [score for *_, score in test_rows]
+    for name, system in result["systems"].items():
+        rows = [line.split("\t") for line in (out / f"pred.{name}.tsv").read_text().splitlines()]
+        assert [r[0] for r in rows] == [i for i, *_ in test_rows]  # one line per pair, input order
+        labels, scores = [r[1] for r in rows], [float(r[2]) for r in rows]
+        assert set(labels) <= set(LABELS) and all(1 <= s <= 5 for s in scores)
+        expected = entailment_metrics(gold_labels, labels)
+        assert system["entailment"]["accuracy"] == pytest.approx(expected["accuracy"])
+        assert system["entailment"]["confusion"] == expected["confusion"]
+        for label in LABELS:
+            assert system["entailment"]["per_class"][label] == pytest.approx(
+                expected["per_class"][label])
+        rel = relatedness_metrics(gold_scores, scores)  # from the 4-decimal file: close
+        assert system["relatedness"]["mse"] == pytest.approx(rel["mse"], abs=1e-3)
+    comparisons = result["comparisons"]
+    assert set(comparisons) == {*ENCODERS[1:], "san_again"}
+    for name, test in comparisons.items():
+        assert test["against"] == "san"
+        for metric in ("accuracy", "pearson", "mse"):
+            assert 0 < test[metric]["p_value"] <= 1
+    assert all(comparisons["san_again"][m]["p_value"] == 1.0 for m in ("accuracy", "pearson", "mse"))
+
+
+def test_encoder_init_loads_exactly_the_translation_encoder(sick, tmp_path):
+    raw_pairs, _, _ = sick
+    corpus = tmp_path / "mt"
+    corpus.mkdir()
+    sentences = [a for _, a, _, _, _ in sick_rows(60)]
+    for split, n in (("train", 60), ("valid", 10), ("test", 10)):
+        (corpus / f"{split}.en").write_text("\n".join(sentences[:n]) + "\n")
+        (corpus / f"{split}.de").write_text("\n".join(" ".join(reversed(s.split()))
+                                                      for s in sentences[:n]) + "\n")
+    mt_bin = tmp_path / "mt_bin"
+    prepare_translation("en", "de", corpus, mt_bin, 60)
+    mt_checkpoint = train_tiny(mt_bin, "transformer", tmp_path / "mt_ckpt", 2)
+
+    pair_bin = tmp_path / "pair_bin"
+    prepare("sick", raw_pairs / "train.tsv", raw_pairs / "valid.tsv", raw_pairs / "test.tsv",
+            pair_bin, "--translation-data", mt_bin, "--lang", "en")
+    manifest = json.loads((pair_bin / "manifest.json").read_text())
+    assert manifest["dictionary"]["from"] == str((mt_bin / "dict.en.txt").resolve())
+    assert (pair_bin / "dict.s1.txt").read_text() == (mt_bin / "dict.en.txt").read_text()
+
+    shape = ("--encoder-layers", 1, "--encoder-embed-dim", 32, "--encoder-ffn-embed-dim", 64,
+             "--encoder-attention-heads", 2)
+    _, model, _ = build_pair(pair_bin, *shape, "--pair-encoder", "ssan",
+                             "--encoder-init", mt_checkpoint)
+    translation = {k[len("encoder."):]: v for k, v in
+                   torch.load(mt_checkpoint, weights_only=True)["model"].items()
+                   if k.startswith("encoder.")}
+    pair = model.encoder.state_dict()
+    new = sorted(set(pair) - set(translation))
+    assert new and all(".policy_proj." in name for name in new)  # SSAN's policy only
+    assert set(translation) <= set(pair)
+    for name, value in translation.items():
+        assert torch.equal(pair[name], value), name
+    _, fresh, _ = build_pair(pair_bin, *shape, "--pair-encoder", "ssan")
+    assert not torch.equal(fresh.encoder.embed_tokens.weight, pair["embed_tokens.weight"])
+
+    # through fairseq-train: the transfer is logged; a checkpoint reload does not redo it
+    checkpoint, proc = train(pair_bin, tmp_path / "ckpt", "ssan", "--encoder-init", mt_checkpoint,
+                             updates=1, shape=shape)
+    log = proc.stdout + proc.stderr
+    assert f"--encoder-init {mt_checkpoint}: {len(translation)} encoder tensors loaded" in log
+    assert "new (freshly initialised): encoder.layers.0.self_attn.policy_proj.weight" in log
+    mt_checkpoint.unlink()
+    evaluate(pair_bin, [str(checkpoint)], tmp_path / "e.json", subset="valid")
+
+    with pytest.raises(Exception, match="the checkpoint's encoder has 1 layers, the pair encoder 2"):
+        build_pair(pair_bin, *TINY_PAIR_MODEL, "--encoder-init", tmp_path / "ckpt" / "checkpoint_last.pt")
+
+
+def test_prepare_snli_words(tmp_path):
+    rows = [("A man sleeps .", "A person rests .", "entailment"),
+            ("A dog runs .", "A cat runs .", "contradiction"),
+            ("Kids play .", "Kids play outside .", "neutral")] * 4
+    write_snli(tmp_path / "snli", "dev", rows)
+    spec = str(tmp_path / "snli" / "dev")
+    dest = tmp_path / "bin"
+    prepare("snli", spec, spec, spec, dest, "--tokens", "words")
+    assert (dest / "text" / "valid.s2").read_text().splitlines()[:2] == ["A person rests .",
+                                                                        "A cat runs ."]
+    gold = datadir.read_gold(datadir.gold_path(dest, "test"))
+    assert [(p.pair_id, p.label, p.score) for p in gold][:2] == [("1", "entailment", None),
+                                                                 ("2", "contradiction", None)]
+    manifest = json.loads((dest / "manifest.json").read_text())
+    assert manifest["sentencepiece"] is None and manifest["counts"]["train"]["with_score"] == 0
+
+
+# ---------------------------------------------------------------- bad input
+
+PREPARE = load_script("prepare_pairs")
+EVALUATE = load_script("evaluate_pairs")
+
+
+def test_prepare_bad_input_one_line_exit_2(tmp_path, capsys):
+    good = tmp_path / "good.tsv"
+    write_sick(good, sick_rows(6))
+    bad = tmp_path / "bad.tsv"
+    write_sick(bad, sick_rows(6))
+    bad.write_text(bad.read_text().replace("\t3.5\t", "\t7\t", 1))
+    dest = tmp_path / "bin"
+    argv = ["--format", "sick", "--train", str(good), "--valid", str(bad), "--test", str(good),
+            "--dest", str(dest)]
+    assert PREPARE.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == (f"prepare_pairs.py: error: {bad}:3: relatedness_score '7' is not a number "
+                       "in [1, 5]")
+    assert not dest.exists()
+    argv[3] = str(tmp_path / "missing.tsv")
+    assert PREPARE.main(argv) == 2
+    assert "missing.tsv: no such file" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        PREPARE.main(argv[:8] + ["--vocab-size", "3"])
+    assert exit_.value.code == 2
+    assert "argument --vocab-size: must be an integer >= 8, got '3'" in capsys.readouterr().err
+    write_snli(tmp_path / "snli", "dev", [("a .", "b .", "neutral")])
+    (tmp_path / "snli" / "labels.dev").write_text("neutral\nneutral\n")
+    spec = str(tmp_path / "snli" / "dev")
+    assert PREPARE.main(["--format", "snli", "--train", spec, "--valid", spec, "--test", spec,
+                         "--dest", str(dest)]) == 2
+    assert "prepare_pairs.py: error: misaligned SNLI files:" in capsys.readouterr().err
+
+
+def test_evaluate_bad_input_one_line_exit_2(sick, tmp_path, capsys):
+    _, data, _ = sick
+    out = str(tmp_path / "e.json")
+    assert EVALUATE.main(["--data", str(data), "--checkpoint", str(tmp_path / "none.pt"),
+                          "--json", out]) == 2
+    assert "none.pt: no such file" in capsys.readouterr().err
+    not_pairs = tmp_path / "other.pt"
+    torch.save({"model": {}, "cfg": {"task": {"_name": "translation"},
+                                     "model": {"_name": "transformer"}}}, not_pairs)
+    assert EVALUATE.main(["--data", str(data), "--checkpoint", str(not_pairs), "--json", out]) == 2
+    assert "expected a checkpoint of task 'sentence_pair'" in capsys.readouterr().err
+    assert EVALUATE.main(["--data", str(data), "--checkpoint", str(not_pairs), "--json", out,
+                          "--subset", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "--subset nope: " in err and "prepared splits: test, train, valid" in err
+    assert EVALUATE.main(["--data", str(tmp_path / "nodir"), "--checkpoint", str(not_pairs),
+                          "--json", out]) == 2
+    assert "nodir: no such directory" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        EVALUATE.main(["--data", str(data), "--checkpoint", "=x", "--json", out])
+
+
+@pytest.mark.skipif(not (NLI / "sick" / "train.tsv").exists(), reason="../shared/data/nli absent")
+def test_shared_sick_and_snli_slices(tmp_path):
+    for split, n in (("train", 121), ("valid", 41)):
+        lines = (NLI / "sick" / f"{split}.tsv").read_text(encoding="utf-8").splitlines()[:n]
+        (tmp_path / f"{split}.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    dest = tmp_path / "sick"
+    prepare("sick", tmp_path / "train.tsv", tmp_path / "valid.tsv", tmp_path / "valid.tsv", dest,
+            "--vocab-size", 300)
+    checkpoint, _ = train(dest, tmp_path / "ckpt", "disan", target="relatedness", updates=3)
+    evaluate(dest, [str(checkpoint)], tmp_path / "e.json", "--predictions", tmp_path / "p.tsv")
+    result = json.loads((tmp_path / "e.json").read_text())["systems"]["ckpt"]
+    assert "entailment" not in result and result["relatedness"]["pairs"] == 40
+    assert (tmp_path / "p.tsv").read_text().splitlines()[0].split("\t")[:2] == ["4", "-"]
+
+    snli = tmp_path / "snli"
+    snli.mkdir()
+    for name in ("s1", "s2", "labels"):
+        lines = (NLI / "snli" / f"{name}.dev").read_text(encoding="utf-8").splitlines()[:50]
+        (snli / f"{name}.dev").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    spec = str(snli / "dev")
+    prepare("snli", spec, spec, spec, tmp_path / "snli_bin", "--vocab-size", 200)
+    assert json.loads((tmp_path / "snli_bin" / "manifest.json").read_text())["language"]["segmented"]

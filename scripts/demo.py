@@ -26,7 +26,6 @@ import os
 import re
 import shlex
 import shutil
-import statistics
 import subprocess
 import sys
 import threading
@@ -34,7 +33,6 @@ import time
 from pathlib import Path
 
 from ssan_plugin.cli import ArgumentParser, int_arg, nonnegative_int, positive_int
-
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "scripts"
 BIN = Path(sys.executable).parent
@@ -247,24 +245,23 @@ class TrainPhase(Phase):
     """fairseq-train --log-format json: updates done, current train loss, last valid loss."""
 
     unit = "updates"
-    JSON = re.compile(r"\| (train_inner|valid|train) \| (\{.*\})\s*$")
 
     def __init__(self, *a, **k):
         super().__init__(*a, **k)
         self.train_loss = self.valid_loss = None
 
     def parse(self, line):
-        m = self.JSON.search(line)
-        if not m:
+        from ssan_plugin.train_log import parse_record, record_updates  # after quiet_logging
+
+        parsed = parse_record(line)
+        if not parsed:
             return
-        kind, record = m.group(1), json.loads(m.group(2))
+        kind, record = parsed
         if kind == "valid":
             self.valid_loss = float(record["valid_loss"])
-            self.n = max(self.n, int(float(record["valid_num_updates"])))
         else:
             self.train_loss = float(record["loss"] if kind == "train_inner" else record["train_loss"])
-            key = "num_updates" if kind == "train_inner" else "train_num_updates"
-            self.n = max(self.n, int(float(record[key])))
+        self.n = max(self.n, record_updates(kind, record))
         parts = []
         if self.train_loss is not None:
             parts.append(f"loss {self.train_loss:.2f}")
@@ -318,34 +315,11 @@ def fingerprint(*paths) -> str:
 
 # --- results --------------------------------------------------------------------------------
 
-def read_training_log(path):
-    """(train_inner records, valid records, parameters) from a fairseq-train json log."""
-    inner, valid, params = [], [], None
-    for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
-        m = TrainPhase.JSON.search(line)
-        if m and m.group(1) == "train_inner":
-            inner.append(json.loads(m.group(2)))
-        elif m and m.group(1) == "valid":
-            valid.append(json.loads(m.group(2)))
-        m = re.search(r"num\. (?:shared )?model params: ([0-9,]+)", line)
-        if m:
-            params = int(m.group(1).replace(",", ""))
-    return inner, valid, params
-
-
-def training_summary(path) -> dict:
-    """Median training words/s over logged intervals (first one skipped), parameters, and
-    the last validation selection rate (SSAN only)."""
-    inner, valid, params = read_training_log(path)
-    wps = [float(r["wps"]) for r in inner if "wps" in r]
-    sel = [float(r["valid_sel"]) for r in valid if "valid_sel" in r]
-    return {"train_wps": statistics.median(wps[1:] or wps) if wps else float("nan"),
-            "params": params, "sel": sel[-1] if sel else None}
-
-
 def plot_curves(logs: dict, path):
     """Train and valid loss of every system, and SSAN's selection rate, against updates."""
     import matplotlib
+
+    from ssan_plugin.train_log import read_training_log
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -385,35 +359,6 @@ def plot_curves(logs: dict, path):
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
-
-
-def plot_by_length(report: dict, path) -> bool:
-    """BLEU by source-length bucket per system, if the scorer reported it."""
-    systems = [s for s in report["systems"] if s.get("by_length")]
-    if not systems:
-        return False
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    buckets = [(b["min_len"], b["max_len"]) for b in systems[0]["by_length"]]
-    labels = [f"{lo}-{hi}" if hi < 10_000 else f"{lo}+" for lo, hi in buckets]
-    fig, ax = plt.subplots(figsize=(7, 4))
-    width = 0.8 / len(systems)
-    for i, s in enumerate(systems):
-        values = [b["bleu"] if b.get("n") else 0.0 for b in s["by_length"]]
-        ax.bar([x + i * width for x in range(len(values))], values, width, label=s["name"])
-    counts = [b.get("n", 0) for b in systems[0]["by_length"]]
-    ax.set_xticks([x + 0.4 - width / 2 for x in range(len(labels))])
-    ax.set_xticklabels([f"{l}\n(n={c})" for l, c in zip(labels, counts)])
-    ax.set_xlabel("source length (words)")
-    ax.set_ylabel("BLEU")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
 
 
 def detokenised_hypotheses(data_bin, generate_log, n):
@@ -699,12 +644,16 @@ def main(argv=None):
         return 130
 
     # 7. the table, the figures, the report
+    from ssan_plugin.train_log import training_summary
+
     summaries = {name: training_summary(logs / f"train_{name}.log") for name in SYSTEMS}
     table = results_table(report, summaries)
     curves = out / "training_curves.png"
     plot_curves({name: logs / f"train_{name}.log" for name in SYSTEMS}, curves)
-    by_length = out / "bleu_by_length.png"
-    has_by_length = plot_by_length(report, by_length)
+    by_length = out / "bleu_by_length.png"  # drawn by evaluate_bleu.py beside its --json
+    has_by_length = (out / "bleu.by_length.png").is_file()
+    if has_by_length:
+        shutil.copyfile(out / "bleu.by_length.png", by_length)
     rates_line = selection_line(selection)
     minutes = (time.time() - started) / 60
     write_report(out / "report.md", args, corpus_desc, report, table, rates_line, selection,

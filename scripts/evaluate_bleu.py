@@ -7,13 +7,21 @@ raw --ref with sacrebleu: detokenised BLEU (with signature), chrF, tokenised BLE
 also the compound-split ##AT## tokenised BLEU). --hyp NAME=FILE scores existing detokenised
 hypotheses; without --data only --hyp systems are allowed, and the target language is
 --tgt-lang or the suffix of --ref. With two or more systems, a paired bootstrap (or approximate
-randomisation) test compares each against the first (the baseline).
+randomisation) test compares each against the first (the baseline); two-sided with ties
+counted, so identical outputs get p = 1. Systems named GROUP@SEED (baseline@1, ssan@1, ...)
+are also pooled per group (seed mean and std, pooled paired bootstrap against the first
+group), and each is compared with the first group's system of the same seed. --source FILE
+(raw source of any test set) makes checkpoints translate it with the data-bin's preprocessing
+and adds BLEU by source length (also from the data-bin's own raw test source when unchanged).
 
 Example:
   scripts/evaluate_bleu.py --data data-bin/multi30k_en_de --ref ../shared/data/mt/en-de/test.de \\
       --system baseline=checkpoints/base/checkpoint_best.pt \\
       --system ssan=checkpoints/ssan/checkpoint_best.pt --json runs/en_de_test.json
   scripts/evaluate_bleu.py --ref test.de --hyp base=base.de --hyp ssan=ssan.de
+  scripts/evaluate_bleu.py --data data-bin/multi30k_en_de --source held_out.en --ref held_out.de \\
+      --system baseline@1=runs/b1/checkpoint_best.pt --system baseline@2=runs/b2/checkpoint_best.pt \\
+      --system ssan@1=runs/s1/checkpoint_best.pt --system ssan@2=runs/s2/checkpoint_best.pt
 """
 
 import argparse
@@ -47,6 +55,16 @@ def parse_args(argv=None):
                     metavar="NAME=FILE", help="detokenised hypotheses, one per line (repeatable)")
     ap.add_argument("--subset", default="test", help="split to decode (default test)")
     ap.add_argument("--ref", required=True, metavar="FILE", help="raw reference of the subset")
+    ap.add_argument("--source", metavar="FILE",
+                    help="raw source of the test set (any test set): --system checkpoints "
+                         "translate it in-process with the manifest's preprocessing instead "
+                         "of decoding --subset; also gives BLEU by source length")
+    ap.add_argument("--too-long", choices=("error", "truncate", "empty"), default="error",
+                    help="a test sentence longer than the model's source positions is "
+                         "refused before decoding (default), truncated to fit or given an "
+                         "empty output; the number is reported")
+    ap.add_argument("--by-length-png", metavar="OUT.png",
+                    help="BLEU by source length plot (default: beside --json)")
     ap.add_argument("--json", dest="json_out", metavar="OUT", help="write the results as JSON")
     ap.add_argument("--hyp-dir", metavar="DIR",
                     help="where to write detokenised hypotheses and generate logs (default: "
@@ -96,9 +114,11 @@ def main(argv=None):
         generate=GenerateOptions(beam=args.beam, lenpen=args.lenpen,
                                  max_len_a=args.max_len_a, max_len_b=args.max_len_b,
                                  batch_size=args.batch_size, user_dir=args.user_dir,
-                                 cpu=args.cpu, extra=args.generate_args),
+                                 cpu=args.cpu, extra=args.generate_args,
+                                 too_long=args.too_long),
         paired=args.paired or "bs", paired_n=args.paired_n,
-        skip_recorded_data_check=args.skip_recorded_data_check, tgt_lang=args.tgt_lang)
+        skip_recorded_data_check=args.skip_recorded_data_check, tgt_lang=args.tgt_lang,
+        source=args.source, by_length_png=args.by_length_png)
     result = evaluate(cfg)
     print(markdown_table(result["report"], result["notes"]))
     if args.json_out:

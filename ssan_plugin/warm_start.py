@@ -15,7 +15,8 @@ plain model does not fit the variant's parameters.
   parameters the variant does not have are dropped. Both lists are returned and logged;
 - optimizer: a fresh state (no moments) for exactly the variant's trainable parameters, with
   the base's hyper-parameters (fairseq overrides the learning rate from the command line);
-- the base's update counter, learning-rate scheduler state, epoch and position in the epoch.
+- the base's update counter, learning-rate scheduler state, epoch and position in the epoch;
+  not the base's best validation score (``checkpoint_best.pt`` is the variant's own best).
 """
 
 import argparse
@@ -116,6 +117,9 @@ def continue_as_variant(base_path: str, out_path: str, arch: str, variant_flags:
     state["cfg"]["criterion"] = {"_name": criterion}
     state["optimizer_history"] = history[:-1] + [last]
     state["last_optimizer_state"] = fresh_optimizer_state(state["last_optimizer_state"], trainable)
+    # the variant's checkpoint_best.pt is chosen among its own validations, not against the
+    # base's best (which it might never beat, leaving no checkpoint_best.pt at all)
+    (state.get("extra_state") or {}).pop("best", None)
     Path(out_path).parent.mkdir(parents=True, exist_ok=True)
     checkpoint_utils.torch_persistent_save(state, out_path)
     for name in new:

@@ -56,11 +56,14 @@ def setup(tmp_path_factory):
 
 def test_json_schema(setup):
     report = setup["report"]
-    assert set(report) == {"signature", "systems"}
+    assert set(report) == {"signature", "significance", "systems", "source"}
+    assert report["source"] == str((setup["raw"] / "test.src").resolve())  # the manifest's raw input
+    assert report["significance"]["test"] == "paired bootstrap"
     assert "tok:13a" in report["signature"] and "version:2.6.0" in report["signature"]
     assert [s["name"] for s in report["systems"]] == ["base", "ssan", "noisy"]
     for i, s in enumerate(report["systems"]):
-        required = {"name", "bleu", "chrf", "tok_bleu", "n"} | ({"delta", "p_value"} if i else set())
+        required = {"name", "bleu", "chrf", "tok_bleu", "n", "by_length"} | (
+            {"delta", "p_value", "compared_with", "identical"} if i else set())
         assert required <= set(s), s
         assert set(s) - required <= {"bleu_ci", "sent_per_s", "hyp_file"}
         assert s["n"] == N_TEST
@@ -75,10 +78,12 @@ def test_json_schema(setup):
 
 def test_markdown_table_printed(setup):
     out = setup["result"].stdout
-    assert "| system | BLEU ± 95% CI | Δ vs baseline | p-value | chrF |" in out
+    assert "| system | BLEU ± 95% CI | Δ | vs | p-value | chrF |" in out
     for name in ("base", "ssan", "noisy"):
         assert f"| {name} |" in out
-    assert "BLEU signature: nrefs:1|bs:1000|seed:12345" in out
+    assert "BLEU signature: nrefs:1|case:mixed|eff:no|tok:13a" in out
+    assert "significance: paired bootstrap (two-sided, ties counted" in out
+    assert "BLEU by length: " in out and "1-10 words" in out
 
 
 def test_every_test_sentence_translated_in_corpus_order(setup):
@@ -167,3 +172,66 @@ def test_missing_manifest_and_missing_checkpoint_refused(setup, tmp_path, capsys
     err = refused(capsys, setup["data"], setup["ref"], [("system", "x", tmp_path / "no.pt")],
                   tmp_path / "r.json")
     assert f"checkpoint {tmp_path / 'no.pt'}: no such file" in err
+
+
+def test_by_length_buckets_are_sacrebleu_on_the_bucket(setup):
+    sources = lines(setup["raw"] / "test.src")
+    refs = lines(setup["ref"])
+    png = setup["out"] / "result.by_length.png"
+    assert png.is_file() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for s in setup["report"]["systems"]:
+        hyps = lines(s["hyp_file"])
+        assert sum(b["n"] for b in s["by_length"]) == N_TEST
+        assert [(b["min_len"], b["max_len"]) for b in s["by_length"]][:4] == [
+            (1, 10), (11, 20), (21, 30), (31, 40)]
+        for b in s["by_length"]:
+            ids = [i for i, x in enumerate(sources) if b["min_len"] <= len(x.split()) <= b["max_len"]]
+            assert len(ids) == b["n"]
+            if ids:
+                assert b["bleu"] == pytest.approx(BLEU().corpus_score(
+                    [hyps[i] for i in ids], [[refs[i] for i in ids]]).score)
+            else:
+                assert b["bleu"] is None
+
+
+def test_source_translation_equals_the_binarised_path(setup, tmp_path):
+    """--source: the raw test source translated in-process with the manifest's preprocessing
+    gives the hypotheses fairseq-generate gave on the binarised split."""
+    out = tmp_path / "src.json"
+    evaluate(setup["data"], setup["ref"], [("system", "base", setup["base"]),
+                                           ("system", "ssan", setup["ssan"])], out,
+             "--source", setup["raw"] / "test.src")
+    report = read_json(out)
+    for name, s in zip(("base", "ssan"), report["systems"]):
+        assert lines(s["hyp_file"]) == lines(setup["out"] / f"{name}.test.tgt")
+        assert s["decoded"].startswith("in-process from ")
+    assert report["systems"][1]["bleu"] == setup["report"]["systems"][1]["bleu"]
+
+
+def test_seed_groups_and_identical_systems(setup, tmp_path):
+    """GROUP@SEED pooling against sacrebleu on the same files; a copy of the baseline is
+    reported identical with p = 1."""
+    systems = setup["report"]["systems"]
+    base_h, ssan_h, noisy_h = (s["hyp_file"] for s in systems)
+    copy = tmp_path / "copy.txt"
+    shutil.copyfile(base_h, copy)
+    out = tmp_path / "groups.json"
+    evaluate(setup["data"], setup["ref"], [("hyp", "b@1", base_h), ("hyp", "b@2", noisy_h),
+                                           ("hyp", "s@1", ssan_h), ("hyp", "s@2", copy)], out)
+    report = read_json(out)
+    refs = lines(setup["ref"])
+    score = {n: BLEU().corpus_score(lines(f), [refs]).score
+             for n, f in (("b1", base_h), ("b2", noisy_h), ("s1", ssan_h))}
+    b, g = report["groups"]
+    assert (b["name"], b["n_seeds"], g["name"], g["n_seeds"]) == ("b", 2, "s", 2)
+    assert b["mean_bleu"] == pytest.approx((score["b1"] + score["b2"]) / 2)
+    assert g["mean_bleu"] == pytest.approx((score["s1"] + score["b1"]) / 2)
+    assert g["delta"] == pytest.approx(g["mean_bleu"] - b["mean_bleu"])
+    assert b["std_bleu"] == pytest.approx(abs(score["b1"] - score["b2"]) / 2 ** 0.5)
+    assert 0 < g["p_value"] <= 1
+    s2 = report["systems"][3]
+    assert s2["compared_with"] == "b@2"  # the same seed of the baseline group
+    same = tmp_path / "same.json"
+    evaluate(setup["data"], setup["ref"], [("hyp", "a", base_h), ("hyp", "a_copy", copy)], same)
+    twin = read_json(same)["systems"][1]
+    assert twin["identical"] and twin["p_value"] == 1.0 and twin["delta"] == 0

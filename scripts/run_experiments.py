@@ -1,0 +1,53 @@
+#!/usr/bin/env python
+"""Run a translation comparison plan, one training at a time, resumable across sessions.
+
+    scripts/run_experiments.py --plan examples/translation/experiments.json --out runs/experiments
+    scripts/run_experiments.py --plan ... --out ... --status      # what is done, what is left
+    scripts/run_experiments.py --plan ... --out ... --only en-de --limit 2
+
+Kill it at any time and start it again: finished runs are skipped, a killed training resumes
+from its last checkpoint. Pooled tables per study and pair are rewritten in OUT/results/ as
+seeds finish. See ssan_plugin/experiments.py for the plan format and the steps.
+"""
+
+import argparse
+import sys
+
+from ssan_plugin.experiments import Plan, Runner
+from ssan_plugin.translation.textio import PipelineError
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--plan", required=True, metavar="PLAN.json")
+    ap.add_argument("--out", required=True, metavar="DIR")
+    ap.add_argument("--only", metavar="TEXT", help="only runs whose key (STUDY/PAIR/SYSTEM@SEED) "
+                                                    "contains TEXT")
+    ap.add_argument("--limit", type=int, metavar="N", help="stop after N trainings")
+    ap.add_argument("--status", action="store_true", help="print each run's state and exit")
+    ap.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
+    args = ap.parse_args(argv)
+    if args.limit is not None and args.limit < 1:
+        ap.error(f"--limit must be >= 1, got {args.limit}")
+    try:
+        runner = Runner(Plan.load(args.plan), args.out, dry_run=args.dry_run)
+        if args.status:
+            rows = runner.status()
+            for row in rows:
+                print(f"{row['state']:8} {row['run']}")
+            done = sum(r["state"] == "decoded" for r in rows)
+            print(f"{done}/{len(rows)} runs done")
+            return 0
+        runner.run(only=args.only, limit=args.limit)
+    except PipelineError as err:
+        print(f"run_experiments.py: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; run again to resume", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

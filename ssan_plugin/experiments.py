@@ -1,0 +1,356 @@
+"""A resumable runner for translation comparisons: baseline, SSAN from scratch, SSAN warm-started.
+
+A plan (JSON, e.g. ``examples/translation/experiments.json``) names language pairs (raw data,
+preparation options), studies (a set of pairs, shared extra flags such as pre-norm, the
+systems), system definitions (arch, criterion, flags, optionally ``warm_from``) and seeds. For
+every (seed, study, pair, system), in that order (so each seed of everything lands before the
+next seed starts):
+
+1. **prepare** the pair once (``scripts/prepare_translation.py``) into ``OUT/data/PAIR``;
+2. **train** one system at a time with fairseq-train into ``OUT/STUDY/PAIR/SYSTEM@SEED``:
+   - a system without ``warm_from`` trains ``base + more`` updates; the study's baseline
+     (the first system) stops at ``base`` first and keeps that checkpoint as
+     ``checkpoint_base.pt``, then continues: the baseline at ``base + more`` *is* the baseline
+     continued for ``more`` updates;
+   - a system with ``warm_from: baseline`` starts from that run's ``checkpoint_base.pt``
+     (``warm_start.continue_as_variant``: weights, update counter, lr schedule and epoch
+     position kept, fresh optimizer, new parameters logged) and trains ``more`` updates, so it
+     meets the continued baseline at the same total budget;
+   checkpoints are chosen on the valid split only (``checkpoint_best.pt``, lowest valid loss);
+3. **decode** the test split once per run (``scripts/evaluate_bleu.py``, beam 5) into the run
+   directory; then the study's pooled table for the pair (``--hyp SYSTEM@SEED=...``: per-seed
+   deltas, seed-pooled groups, BLEU by length) is rewritten in ``OUT/results/STUDY.PAIR.json``
+   and ``.md`` with every finished seed.
+
+Resumable: a step is done when its output exists (``train.done``, ``test.json``); a killed
+training resumes from its ``checkpoint_last.pt`` (fairseq's own resume; checkpoints every
+``save_interval`` updates). Finished runs are appended to ``OUT/runs.jsonl`` with their times.
+One child process at a time.
+"""
+
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from .train_log import parse_record, record_updates, training_summary
+from .translation.textio import PipelineError
+
+logger = logging.getLogger("ssan_plugin.experiments")
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = ROOT / "scripts"
+
+
+@dataclass
+class Pair:
+    name: str
+    raw: str  # directory with {train,valid,test}.{src,tgt}
+    src: str
+    tgt: str
+    prepare: List[str] = field(default_factory=list)  # extra prepare_translation.py flags
+
+
+@dataclass
+class System:
+    name: str
+    arch: str
+    criterion: str
+    flags: List[str] = field(default_factory=list)
+    warm_from: Optional[str] = None  # a system of the same study (its checkpoint_base.pt)
+    pairs: Optional[List[str]] = None  # None: every pair of the study
+
+
+@dataclass
+class Study:
+    name: str
+    pairs: List[str]
+    systems: List[str]  # the first is the baseline (compared against, warm-start source)
+    flags: List[str] = field(default_factory=list)
+
+
+@dataclass
+class Plan:
+    pairs: Dict[str, Pair]
+    systems: Dict[str, System]
+    studies: List[Study]
+    seeds: List[int]
+    base_updates: int
+    more_updates: int
+    train: List[str]  # fairseq-train flags shared by every run (model size, optimiser, ...)
+    save_interval: int = 250
+    threads: int = 2  # OMP threads of the one running child
+    beam: int = 5
+
+    @classmethod
+    def load(cls, path, root=ROOT) -> "Plan":
+        """Read a plan; relative ``raw`` paths are relative to the project root."""
+        with open(path, encoding="utf-8") as f:
+            raw = json.load(f)
+        try:
+            pairs = {name: Pair(name=name, **spec) for name, spec in raw["pairs"].items()}
+            systems = {name: System(name=name, **spec) for name, spec in raw["systems"].items()}
+            studies = [Study(**spec) for spec in raw["studies"]]
+            plan = cls(pairs=pairs, systems=systems, studies=studies, seeds=raw["seeds"],
+                       base_updates=raw["updates"]["base"], more_updates=raw["updates"]["more"],
+                       train=raw["train"], **{k: raw[k] for k in ("save_interval", "threads", "beam")
+                                              if k in raw})
+        except (KeyError, TypeError) as err:
+            raise PipelineError(f"{path}: not a valid plan ({err})") from None
+        for pair in plan.pairs.values():
+            if not Path(pair.raw).is_absolute():
+                pair.raw = str((Path(root) / pair.raw).resolve())
+        plan.validate(path)
+        return plan
+
+    def validate(self, path):
+        if self.base_updates < 1 or self.more_updates < 0:
+            raise PipelineError(f"{path}: updates.base must be >= 1 and updates.more >= 0")
+        if not self.seeds:
+            raise PipelineError(f"{path}: no seeds")
+        for study in self.studies:
+            for p in study.pairs:
+                if p not in self.pairs:
+                    raise PipelineError(f"{path}: study {study.name!r} names unknown pair {p!r}")
+            for s in study.systems:
+                if s not in self.systems:
+                    raise PipelineError(f"{path}: study {study.name!r} names unknown system {s!r}")
+                warm = self.systems[s].warm_from
+                if warm is not None and warm != study.systems[0]:
+                    raise PipelineError(f"{path}: system {s!r} warm-starts from {warm!r}, but "
+                                        f"the baseline (first system) of study {study.name!r} "
+                                        f"is {study.systems[0]!r}")
+            if self.systems[study.systems[0]].warm_from is not None:
+                raise PipelineError(f"{path}: study {study.name!r}'s baseline cannot warm-start")
+
+    def runs(self) -> List["Run"]:
+        """Every run, in execution order: seed, study, pair, system (baseline first)."""
+        out = []
+        for seed in self.seeds:
+            for study in self.studies:
+                for pair in study.pairs:
+                    for name in study.systems:
+                        system = self.systems[name]
+                        if system.pairs is None or pair in system.pairs:
+                            out.append(Run(study=study, pair=self.pairs[pair], system=system,
+                                           seed=seed))
+        return out
+
+
+@dataclass
+class Run:
+    study: Study
+    pair: Pair
+    system: System
+    seed: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.study.name}/{self.pair.name}/{self.system.name}@{self.seed}"
+
+    def directory(self, out: Path) -> Path:
+        return out / self.study.name / self.pair.name / f"{self.system.name}@{self.seed}"
+
+    def is_baseline(self) -> bool:
+        return self.system.name == self.study.systems[0]
+
+    def baseline_directory(self, out: Path) -> Path:
+        return out / self.study.name / self.pair.name / f"{self.study.systems[0]}@{self.seed}"
+
+
+class Runner:
+    """Executes a plan under ``out``; see the module docstring."""
+
+    def __init__(self, plan: Plan, out, python=sys.executable, dry_run: bool = False):
+        self.plan, self.out, self.python, self.dry_run = plan, Path(out), python, dry_run
+        self.bin_dir = Path(python).parent
+
+    # ------------------------------------------------------------------ paths
+    def data_dir(self, pair: Pair) -> Path:
+        return self.out / "data" / pair.name
+
+    def results_path(self, study: Study, pair: Pair, suffix: str) -> Path:
+        return self.out / "results" / f"{study.name}.{pair.name}.{suffix}"
+
+    # ------------------------------------------------------------------ children
+    def _child(self, cmd, log: Path, progress=None):
+        """Run one child with its output in ``log``; ``progress(line)`` sees each line."""
+        cmd = [str(c) for c in cmd]
+        log.parent.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ, OMP_NUM_THREADS=str(self.plan.threads), PYTHONUNBUFFERED="1")
+        if self.dry_run:
+            print("would run:", " ".join(cmd))
+            return
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(f"$ {' '.join(cmd)}\n")
+            f.flush()
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    text=True, bufsize=1, env=env, cwd=ROOT)
+            for line in proc.stdout:
+                f.write(line)
+                if progress is not None:
+                    progress(line)
+            code = proc.wait()
+        if code != 0:
+            tail = "\n".join(log.read_text(encoding="utf-8", errors="replace").splitlines()[-15:])
+            raise PipelineError(f"{cmd[0]} {cmd[1] if len(cmd) > 1 else ''} failed (exit "
+                                f"{code}); full log: {log}\n{tail}")
+
+    # ------------------------------------------------------------------ steps
+    def prepare(self, pair: Pair) -> Path:
+        dest = self.data_dir(pair)
+        if (dest / "manifest.json").is_file():
+            return dest
+        if dest.exists():  # an interrupted preparation: start it again
+            shutil.rmtree(dest)
+        raw = Path(pair.raw)
+        cmd = [self.python, SCRIPTS / "prepare_translation.py", "--src", pair.src,
+               "--tgt", pair.tgt, "--train", raw / "train", "--valid", raw / "valid",
+               "--test", raw / "test", "--dest", dest, *pair.prepare]
+        print(f"[prepare] {pair.name} -> {dest}", flush=True)
+        self._child(cmd, self.out / "logs" / f"prepare.{pair.name}.log")
+        return dest
+
+    def train_command(self, run: Run, data: Path, save: Path, max_update: int) -> List[str]:
+        s = run.system
+        return [self.bin_dir / "fairseq-train", data, "--user-dir", ROOT / "ssan_plugin",
+                "--cpu", "--arch", s.arch, "--criterion", s.criterion, *self.plan.train,
+                *run.study.flags, *s.flags, "--seed", str(run.seed),
+                "--max-update", str(max_update), "--save-dir", save,
+                "--save-interval-updates", str(self.plan.save_interval),
+                "--validate-interval-updates", str(self.plan.save_interval),
+                "--keep-interval-updates", "1", "--no-epoch-checkpoints",
+                "--log-format", "json", "--log-interval", "50"]
+
+    def _fairseq_train(self, run: Run, data: Path, save: Path, max_update: int):
+        from tqdm import tqdm
+
+        bar = tqdm(total=max_update, desc=f"train {run.key}", unit=" updates",
+                   mininterval=5.0, file=sys.stderr)
+
+        def progress(line):
+            parsed = parse_record(line)
+            if parsed:
+                done = record_updates(*parsed)
+                bar.update(max(0, done - bar.n))
+                if parsed[0] == "valid":
+                    bar.set_postfix_str(f"valid {float(parsed[1]['valid_loss']):.3f}")
+
+        try:
+            self._child(self.train_command(run, data, save, max_update), save / "train.log",
+                        progress)
+        finally:
+            bar.close()
+
+    def train(self, run: Run, data: Path) -> Path:
+        save = run.directory(self.out)
+        done = save / "train.done"
+        if done.is_file():
+            return save
+        save.mkdir(parents=True, exist_ok=True)
+        started = time.time()
+        base, total = self.plan.base_updates, self.plan.base_updates + self.plan.more_updates
+        if run.is_baseline():
+            keep = save / "checkpoint_base.pt"
+            if not keep.is_file():
+                self._fairseq_train(run, data, save, base)
+                if not self.dry_run:
+                    shutil.copyfile(save / "checkpoint_last.pt", keep)
+        elif run.system.warm_from is not None and not (save / "checkpoint_last.pt").is_file():
+            source = run.baseline_directory(self.out) / "checkpoint_base.pt"
+            if not source.is_file() and not self.dry_run:
+                raise PipelineError(f"{run.key}: warm start needs {source} (train the "
+                                    f"baseline first)")
+            cmd = [self.python, SCRIPTS / "warm_start.py", "--base", source, "--arch",
+                   run.system.arch, "--criterion", run.system.criterion, "--data", data,
+                   "--out", save / "checkpoint_last.pt"]
+            if run.system.flags:
+                cmd += ["--", *run.system.flags]
+            self._child(cmd, save / "warm_start.log")
+        self._fairseq_train(run, data, save, total)
+        if not self.dry_run:
+            summary = training_summary(save / "train.log")
+            summary.update(run=run.key, seconds=round(time.time() - started, 1),
+                           max_update=total)
+            done.write_text(json.dumps(summary) + "\n", encoding="utf-8")
+            with open(self.out / "runs.jsonl", "a", encoding="utf-8") as f:
+                f.write(json.dumps(summary) + "\n")
+        return save
+
+    def decode(self, run: Run, data: Path, save: Path) -> Path:
+        """Decode the test split with checkpoint_best.pt once; returns the hypotheses file."""
+        report = save / "test.json"
+        hyp = save / f"{run.system.name}@{run.seed}.test.{run.pair.tgt}"
+        if report.is_file() and hyp.is_file():
+            return hyp
+        cmd = [self.python, SCRIPTS / "evaluate_bleu.py", "--data", data, "--cpu",
+               "--ref", Path(run.pair.raw) / f"test.{run.pair.tgt}",
+               "--system", f"{run.system.name}@{run.seed}={save / 'checkpoint_best.pt'}",
+               "--beam", str(self.plan.beam), "--json", report, "--hyp-dir", save]
+        print(f"[decode] {run.key}", flush=True)
+        self._child(cmd, save / "decode.log")
+        return hyp
+
+    def pooled_report(self, study: Study, pair: Pair, data: Path):
+        """Rewrite the study's table for ``pair`` from every decoded run (baseline first)."""
+        hyps = []
+        for name in study.systems:
+            for seed in self.plan.seeds:
+                run = Run(study=study, pair=pair, system=self.plan.systems[name], seed=seed)
+                report = run.directory(self.out) / "test.json"
+                if report.is_file():
+                    with open(report, encoding="utf-8") as f:
+                        hyps.append(f"{name}@{seed}={json.load(f)['systems'][0]['hyp_file']}")
+        if len(hyps) < 1 or not hyps[0].startswith(f"{study.systems[0]}@"):
+            return
+        out_json = self.results_path(study, pair, "json")
+        cmd = [self.python, SCRIPTS / "evaluate_bleu.py", "--data", data,
+               "--ref", Path(pair.raw) / f"test.{pair.tgt}", "--json", out_json,
+               "--hyp-dir", out_json.parent]
+        for h in hyps:
+            cmd += ["--hyp", h]
+        log = self.results_path(study, pair, "log")
+        log.unlink(missing_ok=True)
+        self._child(cmd, log)
+        if not self.dry_run:
+            text = log.read_text(encoding="utf-8")
+            table = text[text.index("| system |"):] if "| system |" in text else text
+            self.results_path(study, pair, "md").write_text(table, encoding="utf-8")
+
+    # ------------------------------------------------------------------ the loop
+    def status(self) -> List[dict]:
+        rows = []
+        for run in self.plan.runs():
+            d = run.directory(self.out)
+            state = ("decoded" if (d / "test.json").is_file() else
+                     "trained" if (d / "train.done").is_file() else
+                     "started" if (d / "checkpoint_last.pt").is_file() else "todo")
+            rows.append({"run": run.key, "state": state})
+        return rows
+
+    def run(self, only: Optional[str] = None, limit: Optional[int] = None):
+        """Everything not done yet, in plan order; ``only``: runs whose key contains it;
+        ``limit``: stop after that many trainings (finished or resumed)."""
+        trained = 0
+        for run in self.plan.runs():
+            if only and only not in run.key:
+                continue
+            save = run.directory(self.out)
+            if (save / "test.json").is_file():
+                continue
+            if limit is not None and trained >= limit:
+                print(f"stopping after {limit} training(s); run again to continue", flush=True)
+                return
+            data = self.prepare(run.pair)
+            if not (save / "train.done").is_file():
+                trained += 1
+            self.train(run, data)
+            self.decode(run, data, save)
+            self.pooled_report(run.study, run.pair, data)
+        print("plan complete" if not only else f"runs matching {only!r} complete", flush=True)

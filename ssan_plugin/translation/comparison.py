@@ -1,0 +1,157 @@
+"""Comparing systems beyond one corpus score: seeds pooled into groups, BLEU by source length.
+
+- Groups: a system named ``GROUP@SEED`` (``ssan@1``, ``ssan@2``) belongs to group ``GROUP``; a
+  name without ``@`` is a group of one. Groups keep the order of their first system; the first
+  group is the baseline. Each group gets its seed-mean BLEU and standard deviation, and against
+  the baseline group a delta and the pooled paired bootstrap p-value
+  (``significance.paired_bootstrap`` with one statistics array per seed: the same sentence ids
+  for every seed, seed-averaged corpus BLEU compared).
+- Length buckets: source sentences by their number of whitespace-separated words, buckets
+  1-10, 11-20, 21-30, 31-40, 41+ (an empty source counts in the first bucket); BLEU per bucket
+  is the corpus BLEU of the sentences in it (sums of sacrebleu's statistics), not a mean of
+  sentence scores.
+"""
+
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from ..significance import ScoreFn, paired_bootstrap
+from .textio import PipelineError
+
+#: (min_len, max_len) in source words; the last bucket is open-ended
+LENGTH_BUCKETS = ((1, 10), (11, 20), (21, 30), (31, 40), (41, 1_000_000))
+
+
+@dataclass
+class GroupMember:
+    group: str
+    seed: Optional[str]  # None: a name without "@"
+
+
+def parse_member(name: str) -> GroupMember:
+    group, sep, seed = name.rpartition("@")
+    if not sep:
+        return GroupMember(group=name, seed=None)
+    if not group or not seed:
+        raise PipelineError(f"system name {name!r}: expected GROUP@SEED (e.g. ssan@1), with "
+                            f"a non-empty group and seed")
+    return GroupMember(group=group, seed=seed)
+
+
+def has_groups(names: Sequence[str]) -> bool:
+    return any(parse_member(n).seed is not None for n in names)
+
+
+def group_order(names: Sequence[str]) -> Dict[str, List[int]]:
+    """Group name -> indices of its systems, groups in order of first appearance; a seed may
+    appear once per group."""
+    groups: Dict[str, List[int]] = {}
+    seeds: Dict[str, set] = {}
+    for i, name in enumerate(names):
+        member = parse_member(name)
+        seen = seeds.setdefault(member.group, set())
+        if seen and (member.seed is None or None in seen):
+            raise PipelineError(f"group {member.group!r} mixes a system without a seed with "
+                                f"others: name every system of a group GROUP@SEED")
+        if member.seed in seen:
+            raise PipelineError(f"group {member.group!r} has seed {member.seed} twice")
+        seen.add(member.seed)
+        groups.setdefault(member.group, []).append(i)
+    return groups
+
+
+def same_seed_baseline(names: Sequence[str]) -> List[int]:
+    """For each system, the index it is compared with: the baseline group's system of the same
+    seed when there is one, else the first system."""
+    base_group = parse_member(names[0]).group
+    by_seed = {parse_member(n).seed: i for i, n in enumerate(names)
+               if parse_member(n).group == base_group}
+    out = []
+    for i, name in enumerate(names):
+        seed = parse_member(name).seed
+        j = by_seed.get(seed, 0) if seed is not None else 0
+        out.append(0 if j == i else j)  # the baseline group's own seeds: against the first
+    return out
+
+
+def pooled_groups(names: Sequence[str], stats: Sequence[np.ndarray], score: ScoreFn,
+                  n_samples: int, seed: int) -> List[dict]:
+    """One entry per group: ``name``, ``systems``, ``n_seeds``, ``mean_bleu``, ``std_bleu``
+    (sample standard deviation over seeds, 0 for one seed), and for groups after the first,
+    ``delta`` and ``p_value`` against the first group (pooled paired bootstrap)."""
+    groups = group_order(names)
+    entries = []
+    base_stats = None
+    for k, (group, members) in enumerate(groups.items()):
+        scores = [score(stats[i].sum(0)) for i in members]
+        entry = {"name": group, "systems": [names[i] for i in members],
+                 "n_seeds": len(members), "mean_bleu": float(np.mean(scores)),
+                 "std_bleu": float(np.std(scores, ddof=1)) if len(scores) > 1 else 0.0}
+        member_stats = [stats[i] for i in members]
+        if k == 0:
+            base_stats = member_stats
+        else:
+            result = paired_bootstrap(base_stats, member_stats, score, n_samples, seed)
+            entry["delta"] = result.delta
+            entry["p_value"] = result.p_value
+            entry["identical"] = result.identical
+        entries.append(entry)
+    return entries
+
+
+def source_lengths(sources: Sequence[str]) -> List[int]:
+    return [len(line.split()) for line in sources]
+
+
+def bucket_of(length: int) -> int:
+    for k, (_, high) in enumerate(LENGTH_BUCKETS):
+        if length <= high:
+            return k
+    return len(LENGTH_BUCKETS) - 1
+
+
+def by_length(lengths: Sequence[int], stats: np.ndarray, score: ScoreFn) -> List[dict]:
+    """Corpus score per source-length bucket: [{min_len, max_len, n, bleu}] (bleu None for an
+    empty bucket)."""
+    if len(lengths) != stats.shape[0]:
+        raise PipelineError(f"{len(lengths)} source lengths for {stats.shape[0]} sentences")
+    buckets = np.array([bucket_of(n) for n in lengths], dtype=np.int64)
+    out = []
+    for k, (low, high) in enumerate(LENGTH_BUCKETS):
+        mask = buckets == k
+        n = int(mask.sum())
+        out.append({"min_len": low, "max_len": high, "n": n,
+                    "bleu": float(score(stats[mask].sum(0))) if n else None})
+    return out
+
+
+def bucket_label(bucket: dict) -> str:
+    return (f"{bucket['min_len']}+" if bucket["max_len"] >= LENGTH_BUCKETS[-1][1]
+            else f"{bucket['min_len']}-{bucket['max_len']}")
+
+
+def plot_by_length(systems: Sequence[dict], path, title: str = "BLEU by source length") -> None:
+    """Grouped bars: BLEU per length bucket for every system (``systems[].by_length``); the
+    bucket's sentence count under its label."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    buckets = systems[0]["by_length"]
+    x = np.arange(len(buckets))
+    width = 0.8 / max(1, len(systems))
+    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(buckets), 3.6))
+    for k, system in enumerate(systems):
+        values = [b["bleu"] if b["bleu"] is not None else np.nan for b in system["by_length"]]
+        ax.bar(x + (k - (len(systems) - 1) / 2) * width, values, width, label=system["name"])
+    ax.set_xticks(x, [f"{bucket_label(b)}\n(n={b['n']})" for b in buckets])
+    ax.set_xlabel("source length (words)")
+    ax.set_ylabel("BLEU")
+    ax.set_title(title)
+    ax.legend(fontsize="small", ncol=min(4, len(systems)))
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,114 @@
+"""ssan_plugin.significance against direct computations: exact permutation p-values, a plain
+loop bootstrap, sacrebleu's own corpus BLEU, and the p = 1 convention for identical outputs."""
+
+import itertools
+
+import numpy as np
+import pytest
+from sacrebleu.metrics import BLEU
+
+from ssan_plugin.significance import (paired_bootstrap, paired_randomization,
+                                      sacrebleu_score_fn, sacrebleu_stats)
+
+
+def mean_score(sums):  # statistics (value, 1) per sentence: the corpus score is the mean value
+    return float(sums[0] / sums[1])
+
+
+def stats_of(values):
+    return np.stack([np.asarray(values, float), np.ones(len(values))], axis=1)
+
+
+def test_identical_outputs_get_p_one():
+    a = stats_of([0.1, 0.5, 0.9, 0.3])
+    for result in (paired_bootstrap(a, a.copy(), mean_score, 200),
+                   paired_randomization(a, a.copy(), mean_score, 200)):
+        assert result.delta == 0 and result.p_value == 1.0 and result.identical
+
+
+def test_randomization_matches_exact_permutation_test():
+    base = stats_of([0.2, 0.4, 0.1, 0.7, 0.3, 0.5])
+    sys_ = stats_of([0.3, 0.6, 0.1, 0.9, 0.2, 0.8])
+    observed = abs(mean_score(sys_.sum(0)) - mean_score(base.sum(0)))
+    hits = 0
+    for swaps in itertools.product([0, 1], repeat=6):  # every assignment, equally likely
+        s = np.array(swaps, bool)[:, None]
+        a, b = np.where(s, sys_, base), np.where(s, base, sys_)
+        hits += abs(mean_score(b.sum(0)) - mean_score(a.sum(0))) >= observed - 1e-12
+    exact = hits / 64
+    result = paired_randomization(base, sys_, mean_score, n_trials=40000, seed=1)
+    assert result.delta == pytest.approx(mean_score(sys_.sum(0)) - mean_score(base.sum(0)))
+    assert result.p_value == pytest.approx(exact, abs=0.01)
+    assert not result.identical
+
+
+def test_bootstrap_matches_a_plain_loop():
+    rng = np.random.default_rng(0)
+    base = stats_of(rng.random(60))
+    sys_ = stats_of(rng.random(60) + 0.08)
+    d = mean_score(sys_.sum(0)) - mean_score(base.sum(0))
+    loop = np.random.default_rng(7)
+    deltas, system_scores = [], []
+    for _ in range(20000):
+        idx = loop.integers(0, 60, 60)
+        system_scores.append(mean_score(sys_[idx].sum(0)))
+        deltas.append(system_scores[-1] - mean_score(base[idx].sum(0)))
+    deltas = np.array(deltas)
+    low, high = np.percentile(system_scores, [2.5, 97.5])
+    p_loop = (np.sum(np.abs(deltas - d) >= abs(d)) + 1) / (len(deltas) + 1)
+    result = paired_bootstrap(base, sys_, mean_score, n_samples=20000, seed=3)
+    assert result.delta == pytest.approx(d)
+    assert result.p_value == pytest.approx(p_loop, abs=0.01)
+    assert result.ci == pytest.approx((high - low) / 2, rel=0.05)  # the system's own interval
+
+
+def test_pooled_seeds_average_the_seeds():
+    rng = np.random.default_rng(1)
+    b1, b2, s1, s2 = (stats_of(rng.random(40)) for _ in range(4))
+    pooled = paired_bootstrap([b1, b2], [s1, s2], mean_score, 500)
+    expected = (mean_score(s1.sum(0)) + mean_score(s2.sum(0))) / 2 - \
+        (mean_score(b1.sum(0)) + mean_score(b2.sum(0))) / 2
+    assert pooled.delta == pytest.approx(expected)
+    same = paired_bootstrap([b1, b2], [b1.copy(), b2.copy()], mean_score, 500)
+    assert same.p_value == 1.0 and same.identical
+    # groups of different sizes are allowed; different sentence sets are not
+    assert paired_bootstrap([b1], [s1, s2], mean_score, 100).delta == pytest.approx(
+        expected + (mean_score(b1.sum(0)) + mean_score(b2.sum(0))) / 2 - mean_score(b1.sum(0)))
+    with pytest.raises(ValueError, match="different sentence sets"):
+        paired_bootstrap(b1, stats_of(rng.random(39)), mean_score, 10)
+
+
+def test_bleu_from_sacrebleu_statistics():
+    refs = ["the cat sat on the mat", "a dog ran in the park", "it is raining today"]
+    hyps = ["the cat sat on a mat", "a dog ran in a park", "it rains today"]
+    bleu = BLEU()
+    stats = sacrebleu_stats(bleu, hyps, refs)
+    assert stats.shape[0] == 3
+    assert sacrebleu_score_fn(bleu)(stats.sum(0)) == pytest.approx(
+        bleu.corpus_score(hyps, [refs]).score)
+
+
+def test_calibration_under_the_null():
+    """Systems that are random per-sentence swaps of the same two outputs: the share of
+    p < 0.05 stays near 5% (randomisation is exact under this null; the bootstrap close)."""
+    rng = np.random.default_rng(5)
+    x, y = rng.random(150), rng.random(150)
+    rejections = {"ar": 0, "bs": 0}
+    trials = 150
+    for t in range(trials):
+        swap = rng.random(150) < 0.5
+        a, b = stats_of(np.where(swap, x, y)), stats_of(np.where(swap, y, x))
+        rejections["ar"] += paired_randomization(a, b, mean_score, 500, seed=t).p_value < 0.05
+        rejections["bs"] += paired_bootstrap(a, b, mean_score, 500, seed=t).p_value < 0.05
+    assert 0.01 <= rejections["ar"] / trials <= 0.10
+    assert 0.01 <= rejections["bs"] / trials <= 0.12
+
+
+def test_bad_arguments():
+    a = stats_of([0.1, 0.2])
+    with pytest.raises(ValueError, match="n_samples must be >= 1"):
+        paired_bootstrap(a, a, mean_score, 0)
+    with pytest.raises(ValueError, match="n_trials must be >= 1"):
+        paired_randomization(a, a, mean_score, -5)
+    with pytest.raises(ValueError, match="zero sentences"):
+        paired_randomization(np.zeros((0, 2)), np.zeros((0, 2)), mean_score, 5)

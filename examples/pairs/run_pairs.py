@@ -1,0 +1,263 @@
+#!/usr/bin/env python
+"""Every encoder on SICK, from scratch and from translation encoders, several seeds: resumable.
+
+    .venv/bin/python examples/pairs/run_pairs.py [--out runs/pairs] [--updates 1500] \
+        [--encoders san,ssan,disan,biblosan,resa] [--seeds 1,2,3] [--targets entailment,relatedness] \
+        [--inits scratch,translation --translation-data data-bin/multi30k_en_de \
+         --translation-checkpoint san=CKPT --translation-checkpoint ssan=CKPT ...] [--dry-run]
+
+Protocol (examples/pairs/README.md): SICK's TRAIN split here (4,439 pairs) is split once, by a
+seeded shuffle, into train (all but --valid-pairs) and valid (--valid-pairs, default 500); SICK's
+TRIAL split (495 pairs, ../shared/data/nli/sick/valid.tsv) is the test split, predicted once per
+run with the checkpoint chosen on valid (best valid accuracy for entailment, lowest valid MSE
+for relatedness). Every run has the same shape (pair_classifier_small, the *_small translation
+models' encoder), flags and number of updates.
+
+Resumable and sequential:
+- one training at a time (a lock file refuses a second runner on the same --out);
+- a run whose result file ``OUT/results/NAME.json`` exists is skipped;
+- a killed run resumes: fairseq-train is started again on the same save dir and continues from
+  its checkpoint_last.pt (saved every --save-interval updates); ``OUT/runs/NAME/TRAINED`` marks a
+  finished training, so evaluation alone is redone when it was the step killed;
+- results are written as they come: ``OUT/results/NAME.json`` (evaluate_pairs.py's JSON on the
+  test split, plus the valid split's), one row per run appended to ``OUT/results.tsv``, and
+  ``OUT/summary.md`` (mean and standard deviation over seeds) rewritten after every run.
+With ``--dry-run`` the commands are printed, nothing is run.
+"""
+
+import argparse
+import csv
+import fcntl
+import json
+import os
+import random
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PY = sys.executable
+FAIRSEQ_TRAIN = str(Path(PY).parent / "fairseq-train")
+SICK = ROOT.parent / "shared" / "data" / "nli" / "sick"
+ENCODERS = ("san", "ssan", "disan", "biblosan", "resa")
+
+MODEL = ["--arch", "pair_classifier_small", "--dropout", "0.1", "--pair-pooling", "source2token"]
+OPTIM = ["--optimizer", "adam", "--adam-betas", "(0.9,0.98)", "--lr", "0.0005",
+         "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "200", "--clip-norm", "1.0",
+         "--batch-size", "32", "--required-batch-size-multiple", "1"]
+BEST = {"entailment": ["--best-checkpoint-metric", "accuracy", "--maximize-best-checkpoint-metric"],
+        "relatedness": ["--best-checkpoint-metric", "mse"]}
+HEADLINE = {"entailment": ("entailment", "accuracy"), "relatedness": ("relatedness", "pearson")}
+
+
+def log(message):
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def run(command, log_path=None, dry=False, env=None):
+    log("$ " + shlex.join(map(str, command)))
+    if dry:
+        return
+    env = {**os.environ, **(env or {})}
+    if log_path is None:
+        subprocess.run(list(map(str, command)), check=True, cwd=ROOT, env=env)
+        return
+    with open(log_path, "a", encoding="utf-8") as f:  # appended: a resumed run keeps its history
+        f.write(f"\n# {time.strftime('%Y-%m-%d %H:%M:%S')} $ {shlex.join(map(str, command))}\n")
+        f.flush()
+        proc = subprocess.run(list(map(str, command)), cwd=ROOT, env=env, stdout=f,
+                              stderr=subprocess.STDOUT)
+    if proc.returncode != 0:
+        raise SystemExit(f"failed (exit {proc.returncode}); see {log_path}")
+
+
+def write_atomic(path: Path, text: str):
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def split_sick(out: Path, valid_pairs: int, seed: int = 1):
+    """OUT/raw/{train,valid,test}.tsv: SICK TRAIN split by a seeded shuffle, TRIAL as test."""
+    raw = out / "raw"
+    if (raw / "test.tsv").exists():
+        return raw
+    raw.mkdir(parents=True, exist_ok=True)
+    lines = (SICK / "train.tsv").read_text(encoding="utf-8").splitlines()
+    header, rows = lines[0], lines[1:]
+    held = set(random.Random(seed).sample(range(len(rows)), valid_pairs))
+    write_atomic(raw / "train.tsv", "\n".join([header] + [r for i, r in enumerate(rows)
+                                                          if i not in held]) + "\n")
+    write_atomic(raw / "valid.tsv", "\n".join([header] + [r for i, r in enumerate(rows)
+                                                          if i in held]) + "\n")
+    write_atomic(raw / "test.tsv", (SICK / "valid.tsv").read_text(encoding="utf-8"))
+    log(f"split SICK TRAIN into {len(rows) - valid_pairs} train / {valid_pairs} valid pairs; "
+        f"TRIAL is the test split -> {raw}")
+    return raw
+
+
+def prepare(raw: Path, dest: Path, extra, dry):
+    if (dest / "manifest.json").exists():
+        return
+    run([PY, "scripts/prepare_pairs.py", "--format", "sick", "--train", raw / "train.tsv",
+         "--valid", raw / "valid.tsv", "--test", raw / "test.tsv", "--dest", dest,
+         "--overwrite", *extra], dry=dry)
+
+
+def summarise(out: Path):
+    """OUT/summary.md: per (target, init, encoder) mean and sd over seeds of the test metrics."""
+    path = out / "results.tsv"
+    if not path.exists():
+        return
+    with open(path, encoding="utf-8") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    groups = {}
+    for row in rows:
+        groups.setdefault((row["target"], row["init"], row["encoder"]), []).append(row)
+    lines = ["| target | init | encoder | seeds | test metric (mean ± sd) | valid metric (mean) |",
+             "|---|---|---|---|---|---|"]
+    for (target, init, encoder), members in sorted(groups.items()):
+        test = [float(r["test"]) for r in members]
+        valid = [float(r["valid"]) for r in members]
+        sd = statistics.stdev(test) if len(test) > 1 else 0.0
+        metric = HEADLINE[target][1]
+        lines.append(f"| {target} | {init} | {encoder} | {len(members)} | {metric} "
+                     f"{statistics.mean(test):.4g} ± {sd:.2g} | {statistics.mean(valid):.4g} |")
+    write_atomic(out / "summary.md", "\n".join(lines) + "\n")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[1],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default="runs/pairs", type=Path)
+    ap.add_argument("--encoders", default=",".join(ENCODERS))
+    ap.add_argument("--seeds", default="1,2,3")
+    ap.add_argument("--targets", default="entailment,relatedness")
+    ap.add_argument("--inits", default="scratch")
+    ap.add_argument("--updates", type=int, default=1500)
+    ap.add_argument("--save-interval", type=int, default=250)
+    ap.add_argument("--valid-pairs", type=int, default=500)
+    ap.add_argument("--vocab-size", type=int, default=4000, help="scratch data's sentencepiece")
+    ap.add_argument("--threads", type=int, default=2, help="OMP_NUM_THREADS of each training")
+    ap.add_argument("--translation-data", type=Path,
+                    help="the translation data-bin the --translation-checkpoint models used")
+    ap.add_argument("--translation-checkpoint", action="append", default=[], metavar="ENC=CKPT")
+    ap.add_argument("--dry-run", action="store_true")
+    args = ap.parse_args(argv)
+
+    encoders = args.encoders.split(",")
+    unknown = set(encoders) - set(ENCODERS)
+    if unknown:
+        ap.error(f"unknown encoder(s) {', '.join(sorted(unknown))}")
+    inits = args.inits.split(",")
+    translation = dict(spec.split("=", 1) for spec in args.translation_checkpoint)
+    if "translation" in inits and not args.translation_data:
+        ap.error("--inits translation needs --translation-data and --translation-checkpoint ENC=CKPT")
+
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    lock = open(out / ".lock", "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise SystemExit(f"another run_pairs.py is running on {out} (one training at a time)")
+
+    raw = split_sick(out, args.valid_pairs) if not args.dry_run else out / "raw"
+    data = {"scratch": out / "data" / "scratch", "translation": out / "data" / "translation"}
+    if "scratch" in inits:
+        prepare(raw, data["scratch"], ["--vocab-size", args.vocab_size], args.dry_run)
+    if "translation" in inits:
+        prepare(raw, data["translation"], ["--translation-data", args.translation_data],
+                args.dry_run)
+    (out / "results").mkdir(exist_ok=True)
+    (out / "runs").mkdir(exist_ok=True)
+
+    plan = [(t, i, e, int(s)) for t in args.targets.split(",") for i in inits
+            for e in encoders for s in args.seeds.split(",")]
+    env = {"OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads)}
+    for number, (target, init, encoder, seed) in enumerate(plan, 1):
+        name = f"{target}_{init}_{encoder}_s{seed}"
+        result_path = out / "results" / f"{name}.json"
+        if result_path.exists():
+            log(f"[{number}/{len(plan)}] {name}: done, skipped")
+            continue
+        if init == "translation" and encoder not in translation:
+            log(f"[{number}/{len(plan)}] {name}: no --translation-checkpoint {encoder}=..., skipped")
+            continue
+        save = out / "runs" / name
+        save.mkdir(parents=True, exist_ok=True)
+        started = time.time()
+        if not (save / "TRAINED").exists():
+            resumed = (save / "checkpoint_last.pt").exists()
+            log(f"[{number}/{len(plan)}] {name}: {'resuming' if resumed else 'training'}")
+            command = [FAIRSEQ_TRAIN, data[init], "--user-dir", "ssan_plugin", "--cpu",
+                       "--task", "sentence_pair", "--pair-target", target,
+                       *MODEL, "--pair-encoder", encoder,
+                       "--criterion", "sentence_pair_loss", *OPTIM,
+                       *BEST[target], "--max-update", args.updates, "--seed", seed,
+                       "--save-dir", save, "--no-epoch-checkpoints",
+                       "--save-interval-updates", args.save_interval,
+                       "--keep-interval-updates", 1, "--log-format", "simple",
+                       "--log-interval", 50, "--num-workers", 0]
+            if init == "translation":
+                command += ["--encoder-init", translation[encoder]]
+            run(command, save / "train.log", args.dry_run, env)
+            if not args.dry_run:
+                (save / "TRAINED").write_text(time.strftime("%Y-%m-%d %H:%M:%S\n"))
+        best = save / "checkpoint_best.pt"
+        scores = {}
+        for subset in ("valid", "test"):
+            json_out = save / f"{subset}.json"
+            run([PY, "scripts/evaluate_pairs.py", "--data", data[init], "--checkpoint",
+                 f"{name}={best}", "--subset", subset, "--json", json_out, "--predictions",
+                 save / f"{subset}.predictions.tsv", "--cpu"], dry=args.dry_run, env=env)
+            if not args.dry_run:
+                scores[subset] = json.loads(json_out.read_text())
+        if args.dry_run:
+            continue
+        head, metric = HEADLINE[target]
+        values = {s: scores[s]["systems"][name][head][metric] for s in scores}
+        result = {"name": name, "target": target, "init": init, "encoder": encoder, "seed": seed,
+                  "updates": args.updates, "checkpoint": str(best),
+                  "valid": scores["valid"]["systems"][name], "test": scores["test"]["systems"][name]}
+        write_atomic(result_path, json.dumps(result, indent=2) + "\n")
+        new_file = not (out / "results.tsv").exists()
+        with open(out / "results.tsv", "a", encoding="utf-8") as f:
+            if new_file:
+                f.write("name\ttarget\tinit\tencoder\tseed\tmetric\tvalid\ttest\tminutes\n")
+            f.write(f"{name}\t{target}\t{init}\t{encoder}\t{seed}\t{metric}\t{values['valid']:.4f}\t"
+                    f"{values['test']:.4f}\t{(time.time() - started) / 60:.1f}\n")
+        summarise(out)
+        log(f"[{number}/{len(plan)}] {name}: valid {metric} {values['valid']:.4f}, "
+            f"test {values['test']:.4f} -> {result_path}")
+    if not args.dry_run:
+        compare_seeds(out, plan, data, env)
+    log(f"all runs done; {out / 'summary.md'}")
+
+
+def compare_seeds(out: Path, plan, data, env):
+    """Per (target, init, seed) with every encoder done: one evaluate_pairs.py call on the test
+    split, the first encoder (san by default) the baseline of the paired bootstrap ->
+    OUT/compare/TARGET_INIT_sSEED.json."""
+    groups = {}
+    for target, init, encoder, seed in plan:
+        groups.setdefault((target, init, seed), []).append(encoder)
+    (out / "compare").mkdir(exist_ok=True)
+    for (target, init, seed), encoders in groups.items():
+        names = [f"{target}_{init}_{e}_s{seed}" for e in encoders]
+        json_out = out / "compare" / f"{target}_{init}_s{seed}.json"
+        if len(names) < 2 or json_out.exists() or not all(
+                (out / "results" / f"{n}.json").exists() for n in names):
+            continue
+        systems = []
+        for encoder, name in zip(encoders, names):
+            systems += ["--checkpoint", f"{encoder}={out / 'runs' / name / 'checkpoint_best.pt'}"]
+        run([PY, "scripts/evaluate_pairs.py", "--data", data[init], *systems, "--subset", "test",
+             "--json", json_out, "--cpu"], env=env)
+
+
+if __name__ == "__main__":
+    main()

@@ -13,36 +13,31 @@ seeds finish. See ssan_plugin/experiments.py for the plan format and the steps.
 import argparse
 import sys
 
+from ssan_plugin.cli import ArgumentParser, input_file_arg, positive_int, script_main
 from ssan_plugin.experiments import Plan, Runner
-from ssan_plugin.translation.textio import PipelineError
 
 
+@script_main(prog="run_experiments.py")
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--plan", required=True, metavar="PLAN.json")
+    ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--plan", required=True, metavar="PLAN.json", type=input_file_arg)
     ap.add_argument("--out", required=True, metavar="DIR")
     ap.add_argument("--only", metavar="TEXT", help="only runs whose key (STUDY/PAIR/SYSTEM@SEED) "
                                                     "contains TEXT")
-    ap.add_argument("--limit", type=int, metavar="N", help="stop after N trainings")
+    ap.add_argument("--limit", type=positive_int, metavar="N", help="stop after N trainings")
     ap.add_argument("--status", action="store_true", help="print each run's state and exit")
     ap.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     args = ap.parse_args(argv)
-    if args.limit is not None and args.limit < 1:
-        ap.error(f"--limit must be >= 1, got {args.limit}")
+    runner = Runner(Plan.load(args.plan), args.out, dry_run=args.dry_run)
+    if args.status:
+        rows = runner.status()
+        for row in rows:
+            print(f"{row['state']:8} {row['run']}")
+        done = sum(r["state"] == "decoded" for r in rows)
+        print(f"{done}/{len(rows)} runs done")
+        return 0
     try:
-        runner = Runner(Plan.load(args.plan), args.out, dry_run=args.dry_run)
-        if args.status:
-            rows = runner.status()
-            for row in rows:
-                print(f"{row['state']:8} {row['run']}")
-            done = sum(r["state"] == "decoded" for r in rows)
-            print(f"{done}/{len(rows)} runs done")
-            return 0
         runner.run(only=args.only, limit=args.limit)
-    except PipelineError as err:
-        print(f"run_experiments.py: error: {err}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         print("interrupted; run again to resume", file=sys.stderr)
         return 130

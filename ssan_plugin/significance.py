@@ -181,3 +181,24 @@ def sacrebleu_score_fn(metric) -> ScoreFn:
 def sacrebleu_stats(metric, hypotheses: Sequence[str], references: Sequence[str]) -> np.ndarray:
     """sacrebleu's per-sentence sufficient statistics of ``hypotheses`` (one reference each)."""
     return as_stats(metric._extract_corpus_statistics(list(hypotheses), [list(references)]))
+
+
+def null_rejection_rate(stats_a, stats_b, score: ScoreFn, test: str = "bootstrap",
+                        n_nulls: int = 200, n_samples: int = 1000, alpha: float = 0.05,
+                        seed: int = DEFAULT_SEED) -> float:
+    """Calibration under no true difference: the share of ``n_nulls`` pairs of systems with
+    p < ``alpha``, each pair built by swapping the two real outputs of every sentence with
+    probability 1/2 (both systems then come from the same distribution). A calibrated test
+    gives about ``alpha``."""
+    if test not in ("bootstrap", "randomization"):
+        raise ValueError(f"test must be 'bootstrap' or 'randomization', got {test!r}")
+    a, b = as_stats(stats_a), as_stats(stats_b)
+    _check_same_sentences([a, b])
+    rng = np.random.default_rng(seed)
+    rejected = 0
+    for k in range(n_nulls):
+        swap = (rng.random(a.shape[0]) < 0.5)[:, None]
+        x, y = np.where(swap, b, a), np.where(swap, a, b)
+        run = paired_bootstrap if test == "bootstrap" else paired_randomization
+        rejected += run(x, y, score, n_samples, seed + 1 + k).p_value < alpha
+    return rejected / n_nulls

@@ -2,13 +2,17 @@
 loop bootstrap, sacrebleu's own corpus BLEU, and the p = 1 convention for identical outputs."""
 
 import itertools
+import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 from sacrebleu.metrics import BLEU
 
-from ssan_plugin.significance import (paired_bootstrap, paired_randomization,
-                                      sacrebleu_score_fn, sacrebleu_stats)
+from conftest import ROOT, cli_env
+from ssan_plugin.significance import (null_rejection_rate, paired_bootstrap,
+                                      paired_randomization, sacrebleu_score_fn, sacrebleu_stats)
 
 
 def mean_score(sums):  # statistics (value, 1) per sentence: the corpus score is the mean value
@@ -112,3 +116,35 @@ def test_bad_arguments():
         paired_randomization(a, a, mean_score, -5)
     with pytest.raises(ValueError, match="zero sentences"):
         paired_randomization(np.zeros((0, 2)), np.zeros((0, 2)), mean_score, 5)
+
+
+def test_null_rejection_rate():
+    rng = np.random.default_rng(2)
+    x, y = stats_of(rng.random(120)), stats_of(rng.random(120))
+    assert null_rejection_rate(x, x.copy(), mean_score, "bootstrap", 20, 100) == 0.0
+    rate = null_rejection_rate(x, y, mean_score, "randomization", 100, 300)
+    assert 0.0 <= rate <= 0.12
+    with pytest.raises(ValueError, match="must be 'bootstrap' or 'randomization'"):
+        null_rejection_rate(x, y, mean_score, "t-test")
+
+
+def test_calibration_script(tmp_path):
+    refs = [f"the cat number {i} sat on the mat" for i in range(40)]
+    a = [f"the cat number {i} sat on a mat" for i in range(40)]
+    b = [f"a cat number {i} sat on the mat" if i % 2 else f"the cat {i} sat" for i in range(40)]
+    for name, lines in (("ref", refs), ("a", a), ("b", b)):
+        (tmp_path / name).write_text("".join(x + "\n" for x in lines), "utf-8")
+    script = [sys.executable, str(ROOT / "scripts" / "calibrate_significance.py"),
+              "--ref", str(tmp_path / "ref")]
+    ok = subprocess.run(script + ["--hyp", str(tmp_path / "a"), "--hyp", str(tmp_path / "b"),
+                                  "--nulls", "20", "--samples", "100", "--json",
+                                  str(tmp_path / "c.json")],
+                        capture_output=True, text=True, env=cli_env())
+    assert ok.returncode == 0, ok.stderr
+    result = json.loads((tmp_path / "c.json").read_text())
+    assert set(result["rejection_rate"]) == {"bootstrap", "randomization"}
+    assert result["n_sentences"] == 40
+    bad = subprocess.run(script + ["--hyp", str(tmp_path / "a")], capture_output=True,
+                         text=True, env=cli_env())
+    assert bad.returncode == 2 and "exactly two files" in bad.stderr
+    assert "Traceback" not in bad.stderr

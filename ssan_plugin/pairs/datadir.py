@@ -44,8 +44,6 @@ def write_gold(path, pairs: List[Pair]) -> None:
             writer.writerow((p.pair_id, p.label or "", "" if p.score is None else repr(p.score)))
 
 
-
-
 def read_gold(path) -> List[Pair]:
     """-> pairs with empty sentences (ids, labels, scores only)."""
     with open(path, encoding="utf-8") as f:

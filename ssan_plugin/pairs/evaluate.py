@@ -12,7 +12,7 @@ a head the model does not have; score with 4 decimals).
 import json
 import os
 from pathlib import Path
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, Sequence, Tuple
 
 import torch
 from fairseq import checkpoint_utils, utils

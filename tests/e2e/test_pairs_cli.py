@@ -18,6 +18,7 @@ from helpers.pairs_cli import (
     build_pair,
     evaluate,
     prepare,
+    run,
     sick_rows,
     train,
     write_sick,
@@ -255,3 +256,57 @@ def test_shared_sick_and_snli_slices(tmp_path):
     spec = str(snli / "dev")
     prepare("snli", spec, spec, spec, tmp_path / "snli_bin", "--vocab-size", 200)
     assert json.loads((tmp_path / "snli_bin" / "manifest.json").read_text())["language"]["segmented"]
+
+
+# ---------------------------------------------------------------- the part-5 runner (dry runs only)
+
+RUNNER = ROOT / "examples" / "pairs" / "run_pairs.py"
+
+
+def test_runner_skips_finished_runs_and_plans_transfer(tmp_path):
+    out = tmp_path / "out"
+    (out / "results").mkdir(parents=True)
+    (out / "results" / "entailment_scratch_san_s1.json").write_text("{}")
+    proc = run([sys.executable, RUNNER, "--out", out, "--dry-run", "--encoders", "san,ssan",
+                "--seeds", "1", "--targets", "entailment", "--inits", "scratch,translation",
+                "--translation-data", tmp_path / "mt", "--translation-checkpoint",
+                f"ssan={tmp_path / 'ssan.pt'}"])
+    lines = proc.stdout.splitlines()
+    assert any(line.endswith("[1/4] entailment_scratch_san_s1: done, skipped") for line in lines)
+    assert any(line.endswith("[3/4] entailment_translation_san_s1: no --translation-checkpoint "
+                             "san=..., skipped") for line in lines)
+    trains = [line for line in lines if "fairseq-train" in line]
+    assert len(trains) == 2  # scratch ssan, translation ssan
+    assert "--encoder-init" not in trains[0] and "--pair-encoder ssan" in trains[0]
+    assert f"--encoder-init {tmp_path / 'ssan.pt'}" in trains[1]
+    for flag in ("--required-batch-size-multiple 1", "--best-checkpoint-metric accuracy",
+                 "--arch pair_classifier_small", "--max-update 1500"):
+        assert flag in trains[0]
+
+
+def test_runner_one_at_a_time_and_summary(tmp_path):
+    import fcntl
+
+    out = tmp_path / "out"
+    out.mkdir()
+    with open(out / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        proc = run([sys.executable, RUNNER, "--out", out, "--dry-run"], check=False)
+    assert proc.returncode == 1 and "another run_pairs.py is running on" in proc.stderr
+    runner = load_module(RUNNER)
+    (out / "results.tsv").write_text(
+        "name\ttarget\tinit\tencoder\tseed\tmetric\tvalid\ttest\tminutes\n"
+        "a\trelatedness\tscratch\tssan\t1\tpearson\t0.70\t0.60\t1\n"
+        "b\trelatedness\tscratch\tssan\t2\tpearson\t0.80\t0.80\t1\n")
+    runner.summarise(out)
+    assert (out / "summary.md").read_text().splitlines()[2] == (
+        "| relatedness | scratch | ssan | 2 | pearson 0.7 ± 0.14 | 0.75 |")
+
+
+def load_module(path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("run_pairs", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -112,7 +112,7 @@ def prepare_in_process(dest, train_rows, valid_rows, tokens="words", **kwargs):
 
 def build_pair(data, *argv):
     """fairseq-train's start-up in-process: (task, model, criterion) of a sentence_pair run."""
-    import ssan_plugin  # noqa: F401
+    import ssan_plugin  # noqa: F401  (registrations)
     from fairseq import options, tasks
 
     parser = options.get_training_parser()

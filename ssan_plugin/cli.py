@@ -107,8 +107,8 @@ def _number_arg(kind: type, lo=None, hi=None, lo_open=False, hi_open=False,
     if lo is not None and hi is not None:
         rule = (f"in {'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}")
     else:
-        rule = " ".join(bounds) if bounds else "finite"
-    expected = f"must be {noun} {rule}".rstrip()
+        rule = " ".join(bounds)
+    expected = f"must be {noun} {rule}".rstrip() if bounds else f"must be a finite {noun[2:]}"
 
     def parse(text):
         if allow_none and text.lower() == "none":

@@ -179,7 +179,9 @@ def too_long_sentences(data, checkpoint, src, tgt, subset):
         prefix = Path(data) / f"{subset}.{src}-{tgt}.{lang}"
         if not indexed_dataset.MMapIndexedDataset.exists(str(prefix)):
             continue
-        sizes = indexed_dataset.MMapIndexedDataset(str(prefix)).sizes
+        dataset = indexed_dataset.MMapIndexedDataset(str(prefix))
+        sizes = dataset.sizes.copy()  # a view into the mmap, which closes with the dataset
+        del dataset
         found += [(int(i), side, int(sizes[i])) for i in (sizes > limit).nonzero()[0]]
     return positions, sorted(found)
 
@@ -208,7 +210,8 @@ def decode(data, checkpoint, src, tgt, subset, expected: int, opts: GenerateOpti
                     "them (empty hypothesis)")
             raise PipelineError(f"{message}. Nothing was decoded; {hint}")
         if opts.too_long == "truncate":
-            command.append("--truncate-source")
+            # the task truncates to ITS max positions: make them the model's
+            command += ["--truncate-source", "--max-source-positions", str(positions[0])]
             logger.warning("%s: source truncated to its first %d pieces", message,
                            positions[0] - 1)
         else:

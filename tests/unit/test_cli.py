@@ -1,0 +1,119 @@
+"""ssan_plugin/cli.py: argument types, file checks, the step wrapper, script_main."""
+
+import argparse
+import sys
+
+import pytest
+
+from ssan_plugin import cli
+
+
+def test_number_types_refuse_out_of_range_and_name_the_range():
+    assert cli.positive_int("3") == 3
+    for bad in ("0", "-1", "1.5", "x"):
+        with pytest.raises(argparse.ArgumentTypeError, match=r"must be an integer >= 1, got"):
+            cli.positive_int(bad)
+    cov = cli.float_arg(0.98, 1.0)
+    assert cov("0.99") == 0.99
+    with pytest.raises(argparse.ArgumentTypeError, match=r"in \[0.98, 1\], got '2.0'"):
+        cov("2.0")
+    with pytest.raises(argparse.ArgumentTypeError, match="finite"):
+        cli.finite_float("inf")
+    rate = cli.float_arg(0.0, 1.0, hi_open=True)
+    with pytest.raises(argparse.ArgumentTypeError, match=r"in \[0, 1\)"):
+        rate("1")
+
+
+def test_parser_error_is_one_line_exit_2(capsys):
+    ap = cli.ArgumentParser(prog="x.py")
+    ap.add_argument("--beam", type=cli.positive_int, default=5)
+    with pytest.raises(SystemExit) as info:
+        ap.parse_args(["--beam", "0"])
+    assert info.value.code == 2
+    assert capsys.readouterr().err == ("x.py: error: argument --beam: must be an integer >= 1, "
+                                       "got '0' (see --help)\n")
+
+
+def test_input_checks(tmp_path):
+    with pytest.raises(cli.InputError, match="no such file"):
+        cli.check_input_file(tmp_path / "none")
+    with pytest.raises(cli.InputError, match="is a directory"):
+        cli.check_input_file(tmp_path, "--ref")
+    (tmp_path / "e").write_bytes(b"")
+    assert cli.check_input_file(tmp_path / "e") == tmp_path / "e"
+    with pytest.raises(cli.InputError, match="is empty"):
+        cli.check_input_file(tmp_path / "e", nonempty=True)
+    (tmp_path / "bom").write_bytes("\ufeffa\nb\n".encode())
+    assert cli.read_text(tmp_path / "bom") == "a\nb\n"
+    (tmp_path / "bad").write_bytes(b"ok\nd\xe4\n")
+    with pytest.raises(cli.InputError, match=r"bad: line 2 is not valid UTF-8 \(bytes b'\\xe4' "
+                                             r"at byte offset 4\)"):
+        cli.read_text(tmp_path / "bad")
+
+
+def test_output_checks(tmp_path):
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(cli.InputError, match="exists and is not a directory"):
+        cli.check_output_dir(tmp_path / "f", "--dest")
+    with pytest.raises(cli.InputError, match="is a directory"):
+        cli.check_output_file(tmp_path, "--json")
+    with pytest.raises(cli.InputError, match=f"{tmp_path / 'f'} is not a directory"):
+        cli.check_output_file(tmp_path / "f" / "r.json", "--json")
+    assert cli.check_output_file(tmp_path / "new" / "deeper" / "r.json")
+
+
+def test_run_step_one_line_and_full_log(tmp_path):
+    log = tmp_path / "logs" / "step.log"
+    code = "import sys; print('first'); print('the reason', file=sys.stderr); sys.exit(3)"
+    with pytest.raises(cli.StepError) as info:
+        cli.run_step("fairseq-preprocess", [sys.executable, "-c", code], log)
+    assert str(info.value) == f"fairseq-preprocess failed (exit 3): the reason; full log: {log}"
+    assert log.read_text().split() == ["first", "the", "reason"]
+    assert cli.run_step("ok", [sys.executable, "-c", "print('hi')"], log) == "hi\n"
+
+
+def test_library_step_and_script_main(tmp_path, capsys):
+    @cli.script_main(prog="s.py")
+    def main(fail):
+        with cli.library_step("sentencepiece training", tmp_path / "spm.log"):
+            if fail == "library":
+                raise RuntimeError("INTERNAL: bad\nmore")
+            if fail == "input":
+                raise cli.InputError("--x: bad\n  value")
+        return 0
+
+    assert main("library") == 1
+    assert capsys.readouterr().err == ("s.py: error: sentencepiece training failed: RuntimeError: "
+                                       f"INTERNAL: bad; full log: {tmp_path / 'spm.log'}\n")
+    assert "Traceback" in (tmp_path / "spm.log").read_text()
+    assert main("input") == 2
+    assert capsys.readouterr().err == "s.py: error: --x: bad value\n"
+    assert main("none") == 0
+
+
+def test_load_checkpoint_names_file_and_reason(tmp_path):
+    import os
+
+    import torch
+
+    good = tmp_path / "ok.pt"
+    torch.save({"model": {"w": torch.zeros(50)},
+                "cfg": {"task": {"_name": "translation"}, "model": {"_name": "transformer"}}}, good)
+    assert set(cli.load_checkpoint(good, expect_task="translation")["model"]) == {"w"}
+    with pytest.raises(cli.InputError, match=r"expected a checkpoint of task 'srl', arch "
+                                             r"'srl_tagger\*', found task 'translation', arch "
+                                             r"'transformer'"):
+        cli.load_checkpoint(good, expect_task="srl", expect_arch="srl_tagger*")
+    (tmp_path / "cut.pt").write_bytes(good.read_bytes()[:300])
+    with pytest.raises(cli.InputError, match=r"cut.pt is truncated or not a torch checkpoint"):
+        cli.load_checkpoint(tmp_path / "cut.pt")
+
+    class Evil:
+        def __reduce__(self):
+            return (os.system, (f"touch {tmp_path / 'pwned'}",))
+
+    torch.save({"model": Evil()}, tmp_path / "evil.pt")
+    with pytest.raises(cli.InputError, match=r"evil.pt: refused by torch's safe loader .*"
+                                             r"unsupported GLOBAL posix.system"):
+        cli.load_checkpoint(tmp_path / "evil.pt")
+    assert not (tmp_path / "pwned").exists()

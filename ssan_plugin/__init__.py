@@ -6,6 +6,7 @@ registers the models, criteria and tasks, and allow-lists the globals fairseq ch
 under torch's weights_only loader (see checkpoint_safety).
 """
 
+import logging
 import warnings
 
 from .checkpoint_safety import allow_fairseq_checkpoint_globals
@@ -34,6 +35,12 @@ _FAIRSEQ_STACK_WARNINGS = (
 )
 for _message, _module in _FAIRSEQ_STACK_WARNINGS:
     warnings.filterwarnings("ignore", message=_message, module=_module)
+
+# fairseq's speech task logs "Please install tensorboardX" at INFO whenever fairseq's tasks are
+# imported (tensorboardX is only for its speech training; fairseq-train --tensorboard-logdir
+# uses torch's SummaryWriter here); before any logging is configured that line reaches
+# every script's screen.
+logging.getLogger("fairseq.tasks.text_to_speech").setLevel(logging.WARNING)
 
 allow_fairseq_checkpoint_globals()
 

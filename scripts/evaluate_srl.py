@@ -1,5 +1,7 @@
 #!/usr/bin/env python
-"""Decode an SRL subset with a checkpoint and score it as srl-eval.pl does (public contract).
+r"""Score SRL as srl-eval.pl does: decode a subset with a checkpoint, or compare props files.
+
+Decode and score (public contract):
 
     evaluate_srl.py --data DIR --checkpoint PATH --subset test \
         --gold-props OUT --pred-props OUT --json OUT
@@ -12,31 +14,115 @@ subset), then scored: precision, recall, F1 in percent, overall and per label, V
 (ssan_plugin.srl.scorer, equal to srl-eval.pl on the same files). The JSON has
 ``overall.{precision,recall,f1,correct,excess,missed}``, ``per_label``, ``excluded`` and
 the counts; the srl-eval.pl table is printed. The work is ssan_plugin.srl.evaluate.
+
+Compare systems (no --checkpoint; every --pred-props NAME=FILE is an existing props file):
+
+    evaluate_srl.py --gold-props G --pred-props san=A.props --pred-props ssan=B.props \
+        [--json OUT] [--bootstrap-samples 1000] [--seed 12345]
+
+Each system is scored against G and compared with the first by a paired bootstrap over
+sentences on per-sentence (correct, excess, missed), F1 = 200c/(2c+e+m); two-sided, ties
+counted, add-one, identical outputs get p = 1 (README "Significance"). JSON: systems[].name,
+precision, recall, f1, correct, excess, missed, per_label, by_length, by_distance and, after
+the first, delta, p_value, identical; a markdown table is printed. Definitions:
+ssan_plugin.srl.compare. Bad input: one line ``evaluate_srl.py: error: ...``, exit 2.
 """
 
+import argparse
 import sys
 
-from ssan_plugin.cli import ArgumentParser, positive_int, script_main
-from ssan_plugin.srl.evaluate import evaluate_checkpoint
+from ssan_plugin.cli import ArgumentParser, int_arg, positive_int, script_main
+
+CHECKPOINT_ONLY = ("data", "subset", "batch_size", "cpu")
+COMPARE_ONLY = ("bootstrap_samples", "seed")
+
+
+def _option(dest):
+    return "--" + dest.replace("_", "-")
 
 
 @script_main
 def main(argv=None):
-    parser = ArgumentParser(description=__doc__.split("\n")[1])
-    parser.add_argument("--data", required=True, metavar="DIR")
-    parser.add_argument("--checkpoint", required=True, metavar="PATH")
-    parser.add_argument("--subset", default="test")
-    parser.add_argument("--gold-props", required=True, metavar="OUT")
-    parser.add_argument("--pred-props", required=True, metavar="OUT")
-    parser.add_argument("--json", required=True, metavar="OUT")
-    parser.add_argument("--batch-size", type=positive_int, default=64)
-    parser.add_argument("--cpu", action="store_true", help="decode on CPU even with a GPU")
+    parser = ArgumentParser(description=__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", metavar="DIR", help="decode: the prepared data directory")
+    parser.add_argument("--checkpoint", metavar="PATH",
+                        help="decode with this checkpoint; without it, props files are compared")
+    parser.add_argument("--subset", default=None, help="decode: the split (default: test)")
+    parser.add_argument("--gold-props", required=True, metavar="PROPS",
+                        help="decode: where to write the gold props; compare: the gold props")
+    parser.add_argument("--pred-props", required=True, action="append",
+                        metavar="[NAME=]PROPS",
+                        help="decode: where to write the predictions (once); compare: a "
+                             "system's props file (repeat; the first is the baseline)")
+    parser.add_argument("--json", metavar="OUT", help="the JSON report (required to decode)")
+    parser.add_argument("--batch-size", type=positive_int, default=None, metavar="N",
+                        help="decode: sentences per batch (default: 64)")
+    parser.add_argument("--cpu", action="store_true", default=None,
+                        help="decode on CPU even with a GPU")
+    parser.add_argument("--bootstrap-samples", type=int_arg(1), default=None, metavar="N",
+                        help="compare: paired bootstrap resamples (default: 1000)")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="compare: bootstrap seed (default: 12345)")
     args = parser.parse_args(argv)
 
-    _, result = evaluate_checkpoint(args.data, args.checkpoint, args.subset, args.gold_props,
-                                    args.pred_props, args.json, args.batch_size, args.cpu)
+    if args.checkpoint is not None:
+        return _decode(parser, args)
+    if args.data is not None or not all("=" in p for p in args.pred_props):
+        missing = [o for o, v in (("--data", args.data), ("--checkpoint", args.checkpoint))
+                   if v is None]
+        parser.error(f"the following arguments are required: {', '.join(missing)} (or, to "
+                     "compare existing props files, no --data and every --pred-props as "
+                     "NAME=FILE)")
+    return _compare(parser, args)
+
+
+def _decode(parser, args):
+    missing = [_option(d) for d in ("data", "json") if getattr(args, d) is None]
+    if missing:
+        parser.error(f"the following arguments are required: {', '.join(missing)}")
+    if len(args.pred_props) != 1:
+        parser.error("argument --pred-props: with --checkpoint, give one output file (several "
+                     "NAME=FILE systems are compared without --checkpoint)")
+    wrong = [_option(d) for d in COMPARE_ONLY if getattr(args, d) is not None]
+    if wrong:
+        parser.error(f"argument {wrong[0]}: only when comparing props files (no --checkpoint)")
+    from ssan_plugin.srl.evaluate import evaluate_checkpoint
+
+    _, result = evaluate_checkpoint(args.data, args.checkpoint,
+                                    "test" if args.subset is None else args.subset,
+                                    args.gold_props, args.pred_props[0], args.json,
+                                    64 if args.batch_size is None else args.batch_size,
+                                    bool(args.cpu))
     sys.stdout.write(result.report())
     print(f"wrote {args.json}")
+    return 0
+
+
+def _compare(parser, args):
+    from ssan_plugin.significance import DEFAULT_BOOTSTRAP_SAMPLES, DEFAULT_SEED
+    from ssan_plugin.srl.compare import compare_props, markdown, parse_system
+
+    wrong = [_option(d) for d in CHECKPOINT_ONLY if getattr(args, d) is not None]
+    if wrong:
+        parser.error(f"argument {wrong[0]}: only with --checkpoint (comparing props files "
+                     "needs no data or model)")
+    systems = []
+    for text in args.pred_props:
+        try:
+            systems.append(parse_system(text))
+        except ValueError as err:
+            parser.error(f"argument --pred-props: {err}")
+    report = compare_props(args.gold_props, systems,
+                           args.bootstrap_samples or DEFAULT_BOOTSTRAP_SAMPLES,
+                           DEFAULT_SEED if args.seed is None else args.seed, args.json)
+    sys.stdout.write(markdown(report))
+    for s in report["systems"]:
+        if s["warnings"]:
+            print(f"{s['name']}: {len(s['warnings'])} scorer warnings (in the JSON), first: "
+                  f"{s['warnings'][0]}", file=sys.stderr)
+    if args.json is not None:
+        print(f"wrote {args.json}")
     return 0
 
 

@@ -9,6 +9,8 @@
 - ``datadir``: the prepared data directory: file names per split, the instances table.
 - ``binarize``: corpus -> data directory (dictionaries, instances, indexed datasets, manifest).
 - ``evaluate``: decode a split with a checkpoint, write gold/predicted props, score.
+- ``compare``: several systems' props files scored against the gold, each compared with the
+  first by the paired bootstrap; F1 per label, by sentence length, by argument distance.
 
 Only ``binarize`` (fairseq Dictionary, indexed datasets) and ``evaluate`` (checkpoints, the
 task) use fairseq. The fairseq side lives in ``ssan_plugin.tasks.srl`` (task),

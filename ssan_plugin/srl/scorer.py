@@ -24,7 +24,7 @@ Conventions of srl-eval.pl reproduced here:
 """
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .brackets import Phrase, parse_brackets
 from .props import PropsSentence, read_props
@@ -189,9 +189,33 @@ def _load_props(sentence: PropsSentence, where: str, index: int, warnings: List[
     return props
 
 
-def evaluate(gold: Sequence[PropsSentence], pred: Sequence[PropsSentence]) -> SRLEvalResult:
-    """Score predicted props against gold props, sentence by sentence (both in file order)."""
-    result = SRLEvalResult()
+@dataclass
+class PropositionMatch:
+    """One scored proposition: where it is and how its arguments were matched
+    (``discriminate``: correct and excess predicted arguments, missed gold ones; ``V`` included
+    here, excluded by :meth:`counts`)."""
+
+    sentence: int  # 0-based index of the sentence in the files
+    words: int  # words in the sentence
+    position: int  # 0-based word index of the predicate
+    verb: str
+    correct: List[Phrase]
+    excess: List[Phrase]
+    missed: List[Phrase]
+
+    def counts(self) -> Counts:
+        """(correct, excess, missed) of the proposition, ``EXCLUDED`` types left out: what it
+        adds to the overall counts."""
+        return Counts(*(sum(a.type not in EXCLUDED for a in args)
+                        for args in (self.correct, self.excess, self.missed)))
+
+
+def match_propositions(gold: Sequence[PropsSentence], pred: Sequence[PropsSentence],
+                       warnings: List[str]) -> Iterator[PropositionMatch]:
+    """The propositions srl-eval.pl scores, in file order, each with its matched arguments
+    (the conventions of the module docstring); skipped or mismatched propositions are
+    reported in ``warnings``. ValueError when the predictions end early or a sentence has
+    another number of words than its gold."""
     for ns, gsent in enumerate(gold):
         if ns >= len(pred):
             raise ValueError(f"sentence {ns}: the predictions end before the gold props")
@@ -199,40 +223,62 @@ def evaluate(gold: Sequence[PropsSentence], pred: Sequence[PropsSentence]) -> SR
         if len(gsent[0]) != len(psent[0]):
             raise ValueError(f"sentence {ns}: gold and pred sentences do not align correctly "
                              f"({len(gsent[0])} vs {len(psent[0])} words)")
-        G = {p.position: p for p in _load_props(gsent, "gold", ns, result.warnings)}
-        P = {p.position: p for p in _load_props(psent, "pred", ns, result.warnings)}
+        G = {p.position: p for p in _load_props(gsent, "gold", ns, warnings)}
+        P = {p.position: p for p in _load_props(psent, "pred", ns, warnings)}
         for i in range(max(G) + 1 if G else 0):
             gprop: Optional[_Prop] = G.get(i)
             pprop: Optional[_Prop] = P.get(i)
             if gprop is None:
                 if pprop is not None:
-                    result.warnings.append(f"sentence {ns}: predicted prop {pprop.verb} at {i} "
-                                           "without gold; skipped")
+                    warnings.append(f"sentence {ns}: predicted prop {pprop.verb} at {i} "
+                                    "without gold; skipped")
                 continue
             if pprop is None:
-                result.warnings.append(f"sentence {ns}: missing predicted prop {gprop.verb} at "
-                                       f"{i}; all its arguments counted as missed")
+                warnings.append(f"sentence {ns}: missing predicted prop {gprop.verb} at "
+                                f"{i}; all its arguments counted as missed")
                 pprop = _Prop(gprop.verb, i, [])
             elif pprop.verb != gprop.verb:
-                result.warnings.append(f"sentence {ns}: expected {gprop.verb} at {i}, found "
-                                       f"{pprop.verb}; all gold arguments counted as missed")
+                warnings.append(f"sentence {ns}: expected {gprop.verb} at {i}, found "
+                                f"{pprop.verb}; all gold arguments counted as missed")
                 pprop = _Prop(gprop.verb, i, [])
-            result.propositions += 1
-            _count_proposition(result, gprop.args, pprop.args)
-        result.sentences += 1
+            ok, op, ms = discriminate(gprop.args, pprop.args)
+            yield PropositionMatch(ns, len(gsent[0]), i, gprop.verb, ok, op, ms)
+
+
+def evaluate(gold: Sequence[PropsSentence], pred: Sequence[PropsSentence],
+             matches: Optional[List[PropositionMatch]] = None) -> SRLEvalResult:
+    """Score predicted props against gold props, sentence by sentence (both in file order).
+
+    With ``matches`` (a list), every scored proposition's :class:`PropositionMatch` is appended
+    to it (``sentence_counts`` turns them into per-sentence counts)."""
+    result = SRLEvalResult()
+    for match in match_propositions(gold, pred, result.warnings):
+        result.propositions += 1
+        _count_proposition(result, match)
+        if matches is not None:
+            matches.append(match)
+    result.sentences = len(gold)
     return result
 
 
-def _count_proposition(result: SRLEvalResult, gold: List[Phrase], pred: List[Phrase]) -> None:
-    ok, op, ms = discriminate(gold, pred)
-    prop = Counts()
-    for args, kind in ((ok, "correct"), (op, "excess"), (ms, "missed")):
+def sentence_counts(matches: Sequence[PropositionMatch], n_sentences: int) -> List[Counts]:
+    """Per-sentence (correct, excess, missed), ``EXCLUDED`` types left out, from the matches
+    of ``evaluate``: they sum to its ``overall`` counts (sentences without gold propositions
+    get zeros)."""
+    out = [Counts() for _ in range(n_sentences)]
+    for match in matches:
+        out[match.sentence].add(match.counts())
+    return out
+
+
+def _count_proposition(result: SRLEvalResult, match: PropositionMatch) -> None:
+    for args, kind in ((match.correct, "correct"), (match.excess, "excess"),
+                       (match.missed, "missed")):
         for a in args:
             table = result.excluded if a.type in EXCLUDED else result.per_label
             counts = table.setdefault(a.type, Counts())
             setattr(counts, kind, getattr(counts, kind) + 1)
-            if a.type not in EXCLUDED:
-                setattr(prop, kind, getattr(prop, kind) + 1)
+    prop = match.counts()
     result.overall.add(prop)
     result.perfect += int(prop.excess == 0 and prop.missed == 0)
 

@@ -40,6 +40,6 @@ setup(
     extras_require={
         "tensorboard": ["tensorboard>=2.14,<3"],  # fairseq-train --tensorboard-logdir
         "bench": ["matplotlib>=3.7"],  # scripts/bench_encoder_layers.py plots
-        "test": ["pytest>=8", "tensorboard>=2.14,<3"],
+        "test": ["pytest>=8", "pytest-xdist>=3.5", "tensorboard>=2.14,<3"],
     },
 )

@@ -18,7 +18,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ssan_plugin.cli import InputError, int_arg, one_line
+from ssan_plugin.cli import ArgumentParser, int_arg, script_main
 
 PROG = "evaluate_pairs.py"
 
@@ -32,9 +32,10 @@ def system_spec(text):
     return name, path
 
 
+@script_main(prog=PROG)
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[1],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(prog=PROG, description=__doc__.split("\n")[1],
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", required=True, metavar="DIR")
     parser.add_argument("--checkpoint", required=True, action="append", type=system_spec,
                         metavar="[NAME=]CKPT", help="repeat to compare; the first is the baseline")
@@ -49,13 +50,9 @@ def main(argv=None):
 
     from ssan_plugin.pairs.evaluate import evaluate_checkpoints, report
 
-    try:
-        result = evaluate_checkpoints(args.data, args.checkpoint, args.subset, args.json,
-                                      args.predictions, args.batch_size, args.cpu,
-                                      args.bootstrap_samples, args.seed)
-    except InputError as err:
-        print(f"{PROG}: error: {one_line(err)}", file=sys.stderr)
-        return 2
+    result = evaluate_checkpoints(args.data, args.checkpoint, args.subset, args.json,
+                                  args.predictions, args.batch_size, args.cpu,
+                                  args.bootstrap_samples, args.seed)
     sys.stdout.write(report(result))
     print(f"wrote {args.json}")
     return 0

@@ -4,17 +4,12 @@ to words, split-point binary trees, scored against the CoNLL-2012 file's trees (
 removed, unlabelled micro precision/recall/F1) with a right-branching baseline. See
 examples/analysis/README.md."""
 
-import argparse
 import sys
 
-from ssan_plugin.translation.textio import PipelineError
+from ssan_plugin.cli import ArgumentParser, script_main
+
 
 PROG = "induce_trees.py"
-
-
-def fail(message) -> int:
-    print(f"{PROG}: error: {message}", file=sys.stderr)
-    return 2
 
 
 def model_args(parser):
@@ -22,20 +17,18 @@ def model_args(parser):
     parser.add_argument("--checkpoint", required=True, help="fairseq checkpoint (.pt)")
 
 
+@script_main(prog=PROG)
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__)
+    parser = ArgumentParser(prog=PROG, description=__doc__)
     model_args(parser)
     parser.add_argument("--conll", required=True, help="CoNLL-2012 *_conll file with parse bits")
     parser.add_argument("--json", required=True, help="output JSON")
     args = parser.parse_args(argv)
-    try:
-        from ssan_plugin.analysis.inputs import AnalysisInput
-        from ssan_plugin.analysis.tools import induce_trees, write_json
+    from ssan_plugin.analysis.inputs import AnalysisInput
+    from ssan_plugin.analysis.tools import induce_trees, write_json
 
-        result = induce_trees(AnalysisInput(args.data, args.checkpoint), args.conll)
-        write_json(result, args.json)
-    except PipelineError as err:
-        return fail(err)
+    result = induce_trees(AnalysisInput(args.data, args.checkpoint), args.conll)
+    write_json(result, args.json)
     f1 = ", ".join(f"layer {l['layer']} {l['f1']:.2f}" for l in result["layers"])
     print(f"{PROG}: {result['n_sentences']} sentences; F1 {f1}; right-branching "
           f"{result['right_branching']['f1']:.2f} -> {args.json}", file=sys.stderr)

@@ -4,23 +4,19 @@ bigram_shift and wrd from raw text (--input FILE; for wrd also a directory laid 
 ../shared/data/probing/wrd/), tree_depth and top_constituent from a CoNLL-2012 file (--conll).
 See examples/analysis/README.md."""
 
-import argparse
 import sys
 
+from ssan_plugin.cli import ArgumentParser, script_main
 from ssan_plugin.translation.textio import PipelineError
 
 PROG = "make_probing_data.py"
 
 
-def fail(message) -> int:
-    print(f"{PROG}: error: {message}", file=sys.stderr)
-    return 2
-
-
+@script_main(prog=PROG)
 def main(argv=None) -> int:
     from ssan_plugin.analysis.probing_data import TASKS
 
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__)
+    parser = ArgumentParser(prog=PROG, description=__doc__)
     parser.add_argument("--task", required=True, help=f"one of {', '.join(TASKS)}")
     parser.add_argument("--input", help="bigram_shift, wrd: raw text, one sentence a line (wrd: "
                                         "or a directory of NAME.SPLIT.x/.y files)")
@@ -28,31 +24,28 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", required=True, help="output probing file")
     args = parser.parse_args(argv)
-    try:
-        from pathlib import Path
+    from pathlib import Path
 
-        from ssan_plugin.analysis import probing_data as pd
-        from ssan_plugin.analysis.trees import read_parsed_conll
+    from ssan_plugin.analysis import probing_data as pd
+    from ssan_plugin.analysis.trees import read_parsed_conll
 
-        if args.task not in TASKS:
-            raise PipelineError(f"unknown probing task {args.task!r} (choose from {', '.join(TASKS)})")
-        if args.task in ("bigram_shift", "wrd"):
-            if args.input is None:
-                raise PipelineError(f"--task {args.task} needs --input")
-            if args.task == "wrd" and Path(args.input).is_dir():
-                examples = pd.read_wrd_dir(args.input)
-                if {e[0] for e in examples} != set(pd.SPLITS):
-                    examples = pd.resplit(examples, args.seed)
-            else:
-                examples = pd.make_examples(args.task, raw_sentences=pd.read_raw_sentences(args.input),
-                                            seed=args.seed)
+    if args.task not in TASKS:
+        raise PipelineError(f"unknown probing task {args.task!r} (choose from {', '.join(TASKS)})")
+    if args.task in ("bigram_shift", "wrd"):
+        if args.input is None:
+            raise PipelineError(f"--task {args.task} needs --input")
+        if args.task == "wrd" and Path(args.input).is_dir():
+            examples = pd.read_wrd_dir(args.input)
+            if {e[0] for e in examples} != set(pd.SPLITS):
+                examples = pd.resplit(examples, args.seed)
         else:
-            if args.conll is None:
-                raise PipelineError(f"--task {args.task} needs --conll")
-            examples = pd.make_examples(args.task, parsed=read_parsed_conll(args.conll), seed=args.seed)
-        pd.write_probing_file(examples, args.out)
-    except PipelineError as err:
-        return fail(err)
+            examples = pd.make_examples(args.task, raw_sentences=pd.read_raw_sentences(args.input),
+                                        seed=args.seed)
+    else:
+        if args.conll is None:
+            raise PipelineError(f"--task {args.task} needs --conll")
+        examples = pd.make_examples(args.task, parsed=read_parsed_conll(args.conll), seed=args.seed)
+    pd.write_probing_file(examples, args.out)
     counts = {s: sum(e[0] == s for e in examples) for s in pd.SPLITS}
     print(f"{PROG}: {args.task}: {len(examples)} examples ({counts}) -> {args.out}", file=sys.stderr)
     return 0

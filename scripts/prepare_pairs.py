@@ -19,16 +19,15 @@ import argparse
 import shlex
 import sys
 
-from ssan_plugin.cli import InputError, input_dir_arg, int_arg, one_line, setup_logging
+from ssan_plugin.cli import ArgumentParser, input_dir_arg, int_arg, script_main, setup_logging
 from ssan_plugin.pairs.corpus import FORMATS
 from ssan_plugin.pairs.prepare import TOKENS, PairPrepareConfig, prepare
-from ssan_plugin.translation.textio import PipelineError
 
 PROG = "prepare_pairs.py"
 
 
 def parse_args(argv):
-    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[1],
+    ap = ArgumentParser(prog=PROG, description=__doc__.split("\n")[1],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--format", required=True, choices=FORMATS)
     for split in ("train", "valid", "test"):
@@ -51,17 +50,14 @@ def parse_args(argv):
     return ap.parse_args(argv)
 
 
+@script_main(prog=PROG)
 def main(argv=None):
     setup_logging()
     args = parse_args(argv)
     command = shlex.join([sys.argv[0]] + (sys.argv[1:] if argv is None else list(argv)))
     values = vars(args)
     values["translation_data"] = str(args.translation_data) if args.translation_data else None
-    try:
-        manifest = prepare(PairPrepareConfig(command=command, **values))
-    except (InputError, PipelineError) as err:
-        print(f"{PROG}: error: {one_line(err)}", file=sys.stderr)
-        return 2
+    manifest = prepare(PairPrepareConfig(command=command, **values))
     counts = ", ".join(f"{split} {c['pairs']}" for split, c in manifest["counts"].items())
     pieces = (manifest["sentencepiece"] or {}).get("pieces")
     print(f"prepared {args.dest}: {counts} pairs; tokens {manifest['tokens']}"

@@ -4,17 +4,12 @@ embedding layer is layer 0), trains a classifier per layer on the 'tr' part of a
 probing file (chosen on 'va', seeded) and reports test accuracy per layer with a 95% Wilson
 interval and the majority baseline of the test part. See examples/analysis/README.md."""
 
-import argparse
 import sys
 
+from ssan_plugin.cli import ArgumentParser, script_main
 from ssan_plugin.translation.textio import PipelineError
 
 PROG = "probe.py"
-
-
-def fail(message) -> int:
-    print(f"{PROG}: error: {message}", file=sys.stderr)
-    return 2
 
 
 def model_args(parser):
@@ -22,11 +17,12 @@ def model_args(parser):
     parser.add_argument("--checkpoint", required=True, help="fairseq checkpoint (.pt)")
 
 
+@script_main(prog=PROG)
 def main(argv=None) -> int:
     from ssan_plugin.analysis.probe import CLASSIFIERS
     from ssan_plugin.analysis.probing_data import TASKS
 
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__)
+    parser = ArgumentParser(prog=PROG, description=__doc__)
     model_args(parser)
     parser.add_argument("--task", required=True, help=f"one of {', '.join(TASKS)}")
     parser.add_argument("--probing-file", required=True, help="SentEval file: split TAB label TAB sentence")
@@ -36,17 +32,14 @@ def main(argv=None) -> int:
     parser.add_argument("--wrd-target", choices=("inserted", "original", "pair"), default="inserted",
                         help="wrd: predict the moved word's position, its original slot, or both")
     args = parser.parse_args(argv)
-    try:
-        if args.task not in TASKS:
-            raise PipelineError(f"unknown probing task {args.task!r} (choose from {', '.join(TASKS)})")
-        from ssan_plugin.analysis.inputs import AnalysisInput
-        from ssan_plugin.analysis.tools import probe, write_json
+    if args.task not in TASKS:
+        raise PipelineError(f"unknown probing task {args.task!r} (choose from {', '.join(TASKS)})")
+    from ssan_plugin.analysis.inputs import AnalysisInput
+    from ssan_plugin.analysis.tools import probe, write_json
 
-        result = probe(AnalysisInput(args.data, args.checkpoint), args.task, args.probing_file,
-                       args.classifier, args.seed, args.wrd_target)
-        write_json(result, args.json)
-    except PipelineError as err:
-        return fail(err)
+    result = probe(AnalysisInput(args.data, args.checkpoint), args.task, args.probing_file,
+                   args.classifier, args.seed, args.wrd_target)
+    write_json(result, args.json)
     best = max(result["layers"], key=lambda l: l["accuracy"])
     print(f"{PROG}: {args.task}: best layer {best['layer']} accuracy {best['accuracy']:.3f} "
           f"(majority {result['majority']:.3f}, {result['n_test']} test) -> {args.json}", file=sys.stderr)

@@ -3,17 +3,12 @@
 layer, the selection rate of keys and of queries by POS tag and for content vs function words
 (with counts), and the rate against the word distance |i - j|. See examples/analysis/README.md."""
 
-import argparse
 import sys
 
-from ssan_plugin.translation.textio import PipelineError
+from ssan_plugin.cli import ArgumentParser, script_main
+
 
 PROG = "selection_stats.py"
-
-
-def fail(message) -> int:
-    print(f"{PROG}: error: {message}", file=sys.stderr)
-    return 2
 
 
 def model_args(parser):
@@ -21,24 +16,22 @@ def model_args(parser):
     parser.add_argument("--checkpoint", required=True, help="fairseq checkpoint (.pt)")
 
 
+@script_main(prog=PROG)
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__)
+    parser = ArgumentParser(prog=PROG, description=__doc__)
     model_args(parser)
     parser.add_argument("--conll", required=True, help="CoNLL-2012 *_conll file (words, POS)")
     parser.add_argument("--json", required=True, help="output JSON")
     parser.add_argument("--png", help="output figure (content vs function, rate vs distance)")
     args = parser.parse_args(argv)
-    try:
-        from ssan_plugin.analysis.inputs import AnalysisInput
-        from ssan_plugin.analysis.tools import selection_stats, write_json
-        from ssan_plugin.analysis.word_classes import plot_word_class_stats
+    from ssan_plugin.analysis.inputs import AnalysisInput
+    from ssan_plugin.analysis.tools import selection_stats, write_json
+    from ssan_plugin.analysis.word_classes import plot_word_class_stats
 
-        stats = selection_stats(AnalysisInput(args.data, args.checkpoint), args.conll)
-        write_json(stats, args.json)
-        if args.png:
-            plot_word_class_stats(stats, args.png)
-    except PipelineError as err:
-        return fail(err)
+    stats = selection_stats(AnalysisInput(args.data, args.checkpoint), args.conll)
+    write_json(stats, args.json)
+    if args.png:
+        plot_word_class_stats(stats, args.png)
     print(f"{PROG}: {stats['n_sentences']} sentences -> {args.json}", file=sys.stderr)
     return 0
 

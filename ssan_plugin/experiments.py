@@ -20,7 +20,7 @@ next seed starts):
 3. **decode** the test split once per run (``scripts/evaluate_bleu.py``, beam 5) into the run
    directory; then the study's pooled table for the pair (``--hyp SYSTEM@SEED=...``: per-seed
    deltas, seed-pooled groups, BLEU by length) is rewritten in ``OUT/results/STUDY.PAIR.json``
-   and ``.md`` with every finished seed.
+   and ``.md`` from every decoded run (also when a run was decoded before a kill).
 
 Resumable: a step is done when its output exists (``train.done``, ``test.json``); a killed
 training resumes from its ``checkpoint_last.pt`` (fairseq's own resume; checkpoints every
@@ -194,6 +194,7 @@ class Runner:
                                     text=True, bufsize=1, env=env, cwd=ROOT)
             for line in proc.stdout:
                 f.write(line)
+                f.flush()  # the log is what users tail while a run trains
                 if progress is not None:
                     progress(line)
             code = proc.wait()
@@ -343,6 +344,11 @@ class Runner:
                 continue
             save = run.directory(self.out)
             if (save / "test.json").is_file():
+                results = self.results_path(run.study, run.pair, "json")
+                if (not results.is_file() or
+                        results.stat().st_mtime < (save / "test.json").stat().st_mtime):
+                    # killed between a decode and the table
+                    self.pooled_report(run.study, run.pair, self.prepare(run.pair))
                 continue
             if limit is not None and trained >= limit:
                 print(f"stopping after {limit} training(s); run again to continue", flush=True)
@@ -352,5 +358,5 @@ class Runner:
                 trained += 1
             self.train(run, data)
             self.decode(run, data, save)
-            self.pooled_report(run.study, run.pair, data)
+            self.pooled_report(run.study, run.pair, data)  # results as they come
         print("plan complete" if not only else f"runs matching {only!r} complete", flush=True)

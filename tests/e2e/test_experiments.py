@@ -1,5 +1,6 @@
 """scripts/run_experiments.py: a plan runs end to end, is resumed after a kill, skips finished
-runs, warm-starts from the baseline's checkpoint at `base` updates, and pools seeds."""
+runs, warm-starts from the baseline's checkpoint at `base` updates; the pooled table of the
+decoded runs groups seeds."""
 
 import json
 import os
@@ -13,13 +14,14 @@ import torch
 
 import ssan_plugin  # noqa: F401  (torch.load allow-list)
 from conftest import ROOT, TINY_MODEL, cli_env
+from ssan_plugin.experiments import Plan, Runner
 
 SCRIPT = ROOT / "scripts" / "run_experiments.py"
 
 
-def write_plan(path, corpus):
+def write_plan(path, corpus, seeds=(1,)):
     plan = {
-        "seeds": [1, 2], "updates": {"base": 4, "more": 2}, "save_interval": 2, "threads": 1,
+        "seeds": list(seeds), "updates": {"base": 4, "more": 2}, "save_interval": 2, "threads": 1,
         "beam": 2,
         "train": [*TINY_MODEL, "--optimizer", "adam", "--lr", "1e-3", "--lr-scheduler",
                   "inverse_sqrt", "--warmup-updates", "2", "--max-tokens", "500"],
@@ -79,7 +81,7 @@ def test_resumes_after_kill_and_completes(experiment):
     assert updates_of(out / "s" / "tiny" / "baseline@1" / "checkpoint_base.pt")[0] == 4
     assert "plan complete" in finished.stdout
     status = runner(plan, out, "--status").stdout
-    assert "4/4 runs done" in status
+    assert "2/2 runs done" in status
 
 
 def test_warm_start_continues_from_base_checkpoint(experiment):
@@ -93,22 +95,48 @@ def test_warm_start_continues_from_base_checkpoint(experiment):
     assert "new (freshly initialised)" in (run / "warm_start.log").read_text(encoding="utf-8")
 
 
-def test_pooled_results_and_skip(experiment):
+def test_results_and_skip(experiment):
     plan, out, _, _ = experiment
     report = json.loads((out / "results" / "s.tiny.json").read_text(encoding="utf-8"))
-    assert [s["name"] for s in report["systems"]] == ["baseline@1", "baseline@2",
-                                                       "ssan_warm@1", "ssan_warm@2"]
-    assert [g["name"] for g in report["groups"]] == ["baseline", "ssan_warm"]
-    assert report["groups"][1]["n_seeds"] == 2
-    assert report["systems"][2]["compared_with"] == "baseline@1"
-    assert report["systems"][3]["compared_with"] == "baseline@2"
+    assert [s["name"] for s in report["systems"]] == ["baseline@1", "ssan_warm@1"]
+    assert report["systems"][1]["compared_with"] == "baseline@1"
     assert (out / "results" / "s.tiny.md").read_text(encoding="utf-8").startswith("| system |")
     lines = (out / "runs.jsonl").read_text(encoding="utf-8").splitlines()
-    assert sorted(json.loads(x)["run"] for x in lines) == sorted(
-        f"s/tiny/{s}@{seed}" for s in ("baseline", "ssan_warm") for seed in (1, 2))
+    assert sorted(json.loads(x)["run"] for x in lines) == ["s/tiny/baseline@1",
+                                                           "s/tiny/ssan_warm@1"]
     before = (out / "runs.jsonl").stat().st_mtime_ns
     again = runner(plan, out)
     assert "train " not in again.stderr and (out / "runs.jsonl").stat().st_mtime_ns == before
+
+
+def test_pooled_table_over_seeds(experiment, tmp_path, tiny_corpus):
+    """Seeds of every system pooled as GROUP@SEED, from the decoded runs found on disk (here
+    seed 2 is made from seed 1's outputs: a copy of the baseline and a degraded SSAN)."""
+    _, out, _, _ = experiment
+    plan = Plan.load(write_plan(tmp_path / "plan.json", tiny_corpus, seeds=(1, 2)))
+    runner_ = Runner(plan, out)
+    study, pair = plan.studies[0], plan.pairs["tiny"]
+    for system in ("baseline", "ssan_warm"):
+        src = out / "s" / "tiny" / f"{system}@1"
+        dst = out / "s" / "tiny" / f"{system}@2"
+        dst.mkdir()
+        hyps = (src / f"{system}@1.test.tgt").read_text(encoding="utf-8").splitlines()
+        if system == "ssan_warm":
+            hyps = [" ".join(h.split()[:-1]) for h in hyps]
+        (dst / f"{system}@2.test.tgt").write_text("".join(h + "\n" for h in hyps), "utf-8")
+        (dst / "test.json").write_text(json.dumps(
+            {"systems": [{"hyp_file": str(dst / f"{system}@2.test.tgt")}]}), "utf-8")
+    runner_.pooled_report(study, pair, runner_.data_dir(pair))
+    report = json.loads((out / "results" / "s.tiny.json").read_text(encoding="utf-8"))
+    assert [s["name"] for s in report["systems"]] == ["baseline@1", "baseline@2",
+                                                       "ssan_warm@1", "ssan_warm@2"]
+    assert [(g["name"], g["n_seeds"]) for g in report["groups"]] == [("baseline", 2),
+                                                                      ("ssan_warm", 2)]
+    by_name = {s["name"]: s for s in report["systems"]}
+    assert by_name["ssan_warm@2"]["compared_with"] == "baseline@2"
+    assert by_name["baseline@2"]["identical"] and by_name["baseline@2"]["p_value"] == 1.0
+    assert report["groups"][1]["mean_bleu"] == pytest.approx(
+        (by_name["ssan_warm@1"]["bleu"] + by_name["ssan_warm@2"]["bleu"]) / 2)
 
 
 def test_bad_plan(tmp_path, tiny_corpus):

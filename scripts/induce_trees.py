@@ -6,21 +6,18 @@ examples/analysis/README.md."""
 
 import sys
 
+from ssan_plugin.analysis.inputs import add_model_args
 from ssan_plugin.cli import ArgumentParser, script_main
 
 
 PROG = "induce_trees.py"
 
 
-def model_args(parser):
-    parser.add_argument("--data", required=True, help="data-bin written by prepare_translation.py")
-    parser.add_argument("--checkpoint", required=True, help="fairseq checkpoint (.pt)")
-
 
 @script_main(prog=PROG)
 def main(argv=None) -> int:
     parser = ArgumentParser(prog=PROG, description=__doc__)
-    model_args(parser)
+    add_model_args(parser)
     parser.add_argument("--conll", required=True, help="CoNLL-2012 *_conll file with parse bits")
     parser.add_argument("--json", required=True, help="output JSON")
     args = parser.parse_args(argv)

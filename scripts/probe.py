@@ -6,15 +6,12 @@ interval and the majority baseline of the test part. See examples/analysis/READM
 
 import sys
 
+from ssan_plugin.analysis.inputs import add_model_args
 from ssan_plugin.cli import ArgumentParser, script_main
 from ssan_plugin.translation.textio import PipelineError
 
 PROG = "probe.py"
 
-
-def model_args(parser):
-    parser.add_argument("--data", required=True, help="data-bin written by prepare_translation.py")
-    parser.add_argument("--checkpoint", required=True, help="fairseq checkpoint (.pt)")
 
 
 @script_main(prog=PROG)
@@ -23,7 +20,7 @@ def main(argv=None) -> int:
     from ssan_plugin.analysis.probing_data import TASKS
 
     parser = ArgumentParser(prog=PROG, description=__doc__)
-    model_args(parser)
+    add_model_args(parser)
     parser.add_argument("--task", required=True, help=f"one of {', '.join(TASKS)}")
     parser.add_argument("--probing-file", required=True, help="SentEval file: split TAB label TAB sentence")
     parser.add_argument("--json", required=True, help="output JSON")

@@ -6,21 +6,18 @@ dependents). See examples/analysis/README.md."""
 
 import sys
 
+from ssan_plugin.analysis.inputs import add_model_args
 from ssan_plugin.cli import ArgumentParser, script_main
 from ssan_plugin.translation.textio import PipelineError
 
 PROG = "show_selection.py"
 
 
-def model_args(parser):
-    parser.add_argument("--data", required=True, help="data-bin written by prepare_translation.py")
-    parser.add_argument("--checkpoint", required=True, help="fairseq checkpoint (.pt)")
-
 
 @script_main(prog=PROG)
 def main(argv=None) -> int:
     parser = ArgumentParser(prog=PROG, description=__doc__)
-    model_args(parser)
+    add_model_args(parser)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--sentence", help="one raw sentence")
     source.add_argument("--input", help="raw text file, one sentence a line")

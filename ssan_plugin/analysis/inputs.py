@@ -99,3 +99,9 @@ class AnalysisInput:
                 index += [w] * len(word_pieces)
             out.append(Encoded(self._encode_pieces(pieces), pieces + [EOS], index + [-1]))
         return self._check(out)
+
+
+def add_model_args(parser):
+    """--data and --checkpoint, the inputs every analysis script takes."""
+    parser.add_argument("--data", required=True, help="data-bin written by prepare_translation.py")
+    parser.add_argument("--checkpoint", required=True, help="fairseq checkpoint (.pt)")

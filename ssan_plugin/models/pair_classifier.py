@@ -31,12 +31,12 @@ import torch.nn as nn
 import torch.nn.functional as F
 from fairseq.models import BaseFairseqModel, register_model, register_model_architecture
 from fairseq.models.transformer import Embedding
-from fairseq.models.transformer.transformer_legacy import TransformerModel, base_architecture
+from fairseq.models.transformer.transformer_legacy import base_architecture
 
 from ..modules.selection import SelectionStats
 from .architectures import transformer_small
 from .variant_transformer import VariantTransformerEncoder
-from .variants import ENCODER_VARIANTS
+from .variants import ENCODER_VARIANTS, add_encoder_args
 
 POOLINGS = ("mean", "source2token")
 RELATEDNESS_LEVELS = 5  # scores 1..5
@@ -112,13 +112,7 @@ class PairClassifierModel(BaseFairseqModel):
 
     @staticmethod
     def add_args(parser):
-        TransformerModel.add_args(parser)  # encoder shape, dropout, positions (decoder unused)
-        for variant in ENCODER_VARIANTS.values():
-            if variant is not None:
-                variant.add_variant_args(parser)
-        parser.add_argument("--pair-encoder", choices=sorted(ENCODER_VARIANTS),
-                            help="self-attention of the encoder layers: san = fairseq's own, "
-                                 "or an encoder variant; default san")
+        add_encoder_args(parser, "--pair-encoder")
         parser.add_argument("--pair-pooling", choices=POOLINGS,
                             help="sentence vector: mean of the token states, or DiSAN's "
                                  "multi-dimensional source2token attention; default source2token")

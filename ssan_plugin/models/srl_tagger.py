@@ -16,10 +16,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 from fairseq.models import FairseqEncoderModel, register_model, register_model_architecture
 from fairseq.models.transformer import Embedding
-from fairseq.models.transformer.transformer_legacy import TransformerModel, base_architecture
+from fairseq.models.transformer.transformer_legacy import base_architecture
 
 from .variant_transformer import VariantTransformerEncoder
-from .variants import ENCODER_VARIANTS
+from .variants import ENCODER_VARIANTS, add_encoder_args
 
 
 class SRLEncoder(VariantTransformerEncoder):
@@ -47,13 +47,7 @@ class SRLTaggerModel(FairseqEncoderModel):
 
     @staticmethod
     def add_args(parser):
-        TransformerModel.add_args(parser)  # encoder shape, dropout, positions (decoder unused)
-        for variant in ENCODER_VARIANTS.values():
-            if variant is not None:
-                variant.add_variant_args(parser)
-        parser.add_argument("--srl-encoder", choices=sorted(ENCODER_VARIANTS),
-                            help="self-attention of the encoder layers: san = fairseq's own, "
-                                 "or an encoder variant; default san")
+        add_encoder_args(parser, "--srl-encoder")
 
     @classmethod
     def build_model(cls, args, task):

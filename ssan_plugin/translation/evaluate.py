@@ -113,12 +113,11 @@ def target_language(cfg: EvalConfig, refs) -> LanguageConfig:
     return LanguageConfig.create(lang, looks_segmented(refs, lang))
 
 
-def _source_side(cfg: EvalConfig, pipeline, n: int):
+def _source_side(cfg: EvalConfig, pipeline, n: int, source_lines=None):
     """(raw source lines or None, where they came from): ``--source``, else the data-bin's
     raw input of the subset when it is still where the manifest says and unchanged."""
     if cfg.source is not None:
-        sources = read_lines(cfg.source)
-        return sources, str(Path(cfg.source).resolve())
+        return source_lines, str(Path(cfg.source).resolve())
     if pipeline is None:
         return None, "no --source and no data-bin"
     record = pipeline.manifest.get("inputs", {}).get(cfg.subset, {}).get(pipeline.manifest["src"])
@@ -163,6 +162,7 @@ def evaluate(cfg: EvalConfig) -> dict:
     if cfg.paired_n < 0:
         raise PipelineError(f"the number of resamples/trials must be >= 0, got {cfg.paired_n}")
     raw_refs = read_lines(cfg.ref)
+    source_lines = read_lines(cfg.source) if cfg.source is not None else None  # read once
     names = [s.name for s in cfg.systems]
     grouped = has_groups(names)  # validates GROUP@SEED names before any decoding
     if cfg.source is not None and cfg.generate.extra:
@@ -173,7 +173,7 @@ def evaluate(cfg: EvalConfig) -> dict:
         manifest = pipeline.manifest
         src, tgt = manifest["src"], manifest["tgt"]
         if cfg.source is not None:
-            n = len(read_lines(cfg.source))
+            n = len(source_lines)
             what = f"--source {cfg.source} has {n} lines"
         else:
             n = subset_size(cfg, manifest)
@@ -186,13 +186,13 @@ def evaluate(cfg: EvalConfig) -> dict:
         n = len(raw_refs)
         tgt_lang = target_language(cfg, raw_refs)
         tgt = tgt_lang.lang
-        if cfg.source is not None and len(read_lines(cfg.source)) != n:
-            raise PipelineError(f"--source {cfg.source} has {len(read_lines(cfg.source))} "
+        if source_lines is not None and len(source_lines) != n:
+            raise PipelineError(f"--source {cfg.source} has {len(source_lines)} "
                                 f"lines, --ref {cfg.ref} has {n}")
     check_systems(cfg, manifest, n)
     tokenize = tgt_lang.sacrebleu_tokenize()
     require_sacrebleu_tokenizer(tokenize)  # before any decoding
-    sources, source_origin = _source_side(cfg, pipeline, n)
+    sources, source_origin = _source_side(cfg, pipeline, n, source_lines)
 
     refs = [tgt_lang.reference(x) for x in raw_refs]
     hyp_dir = Path(cfg.hyp_dir) if cfg.hyp_dir else (

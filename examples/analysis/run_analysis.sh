@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Issue 11 part 5: the paper's analysis on baseline/SSAN checkpoints trained on the same data,
+# size and budget. Resumable: every output that exists is kept, so a killed run continues.
+#
+#   bash examples/analysis/run_analysis.sh [NAME=CHECKPOINT ...]
+#
+# Defaults: the En-De post-norm seed-1 runs of the translation experiments
+# (scripts/run_experiments.py --plan examples/translation/experiments.json --out runs/experiments).
+# Environment: DATA (data-bin), OUT (default runs/analysis), SHARED (default ../shared),
+# PROBE_LINES (raw English sentences for bigram_shift / wrd, default 10000), SEED (default 1).
+# The first system is the reference the report compares against; systems with selection also get
+# selection_stats and selection maps. One process at a time (two cores).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+PY=${PY:-.venv/bin/python}
+SHARED=${SHARED:-../shared}
+EXP=${EXP:-runs/experiments}
+DATA=${DATA:-$EXP/data/en-de}
+OUT=${OUT:-runs/analysis}
+SEED=${SEED:-1}
+PROBE_LINES=${PROBE_LINES:-10000}
+EWT=$SHARED/data/srl/ewt
+MT=$SHARED/data/mt/en-de
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+
+if [ $# -eq 0 ]; then
+  set -- "san=$EXP/postnorm/en-de/baseline@1/checkpoint_best.pt" \
+         "ssan=$EXP/postnorm/en-de/ssan@1/checkpoint_best.pt" \
+         "ssan_warm=$EXP/postnorm/en-de/ssan_warm@1/checkpoint_best.pt"
+fi
+for f in "$EWT/train.gold_conll" "$EWT/dev.gold_conll" "$MT/train.en" "$MT/test.en" \
+         "$SHARED/data/probing/wrd" "$DATA/manifest.json"; do
+  [ -e "$f" ] || { echo "run_analysis.sh: error: $f is missing" >&2; exit 2; }
+done
+mkdir -p "$OUT"
+
+# step OUTPUT COMMAND...: run COMMAND unless OUTPUT exists; its log goes to OUTPUT.log
+step() {
+  local out=$1; shift
+  if [ -e "$out" ]; then echo "done     $out"; return; fi
+  echo "running  $out"
+  local start=$SECONDS
+  if ! "$@" > "$out.log" 2>&1; then
+    echo "run_analysis.sh: error: step for $out failed, see $out.log" >&2; tail -3 "$out.log" >&2; exit 1
+  fi
+  [ -e "$out" ] || touch "$out"   # steps whose output is a directory mark completion with a file
+  echo "         $((SECONDS - start)) s"
+}
+
+# probing sets (SentEval format), built once, shared by every system
+[ -e "$OUT/probe_text.en" ] || head -n "$PROBE_LINES" "$MT/train.en" > "$OUT/probe_text.en"
+step "$OUT/tree_depth.txt" $PY scripts/make_probing_data.py --task tree_depth --conll "$EWT/train.gold_conll" --out "$OUT/tree_depth.txt"
+step "$OUT/top_const.txt" $PY scripts/make_probing_data.py --task top_constituent --conll "$EWT/train.gold_conll" --out "$OUT/top_const.txt"
+step "$OUT/bshift.txt" $PY scripts/make_probing_data.py --task bigram_shift --input "$OUT/probe_text.en" --seed "$SEED" --out "$OUT/bshift.txt"
+step "$OUT/wrd.txt" $PY scripts/make_probing_data.py --task wrd --input "$OUT/probe_text.en" --seed "$SEED" --out "$OUT/wrd.txt"
+step "$OUT/wrd_shared.txt" $PY scripts/make_probing_data.py --task wrd --input "$SHARED/data/probing/wrd" --seed "$SEED" --out "$OUT/wrd_shared.txt"
+[ -e "$OUT/examples.en" ] || head -n 3 "$MT/test.en" > "$OUT/examples.en"
+
+for spec in "$@"; do
+  name=${spec%%=*}; ck=${spec#*=}
+  [ -f "$ck" ] || { echo "run_analysis.sh: error: checkpoint $ck ($name) is missing" >&2; exit 2; }
+  for t in tree_depth:tree_depth top_constituent:top_const bigram_shift:bshift wrd:wrd wrd:wrd_shared; do
+    step "$OUT/probe_${t##*:}.$name.json" $PY scripts/probe.py --data "$DATA" --checkpoint "$ck" \
+      --task "${t%%:*}" --probing-file "$OUT/${t##*:}.txt" --seed "$SEED" --json "$OUT/probe_${t##*:}.$name.json"
+  done
+  step "$OUT/trees.$name.json" $PY scripts/induce_trees.py --data "$DATA" --checkpoint "$ck" \
+    --conll "$EWT/dev.gold_conll" --json "$OUT/trees.$name.json"
+  if [ "$name" != "${1%%=*}" ]; then   # the reference (first) system has no selection
+    step "$OUT/selection_stats.$name.json" $PY scripts/selection_stats.py --data "$DATA" --checkpoint "$ck" \
+      --conll "$EWT/dev.gold_conll" --json "$OUT/selection_stats.$name.json" --png "$OUT/selection_stats.$name.png"
+  fi
+  step "$OUT/maps.$name.done" $PY scripts/show_selection.py --data "$DATA" --checkpoint "$ck" \
+    --input "$OUT/examples.en" --out "$OUT/maps.$name"
+done
+echo "outputs in $OUT"

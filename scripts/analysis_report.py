@@ -1,0 +1,42 @@
+#!/usr/bin/env python
+"""The analysis report: markdown tables (probing accuracy per layer with 95% intervals, tree
+induction F1, selection by word class and distance) and a probing figure from the JSON files
+that examples/analysis/run_analysis.sh wrote into one directory. See examples/analysis/README.md."""
+
+import sys
+from pathlib import Path
+
+from ssan_plugin.cli import ArgumentParser, check_output_file, input_dir_arg, script_main
+
+PROG = "analysis_report.py"
+
+
+@script_main(prog=PROG)
+def main(argv=None) -> int:
+    parser = ArgumentParser(prog=PROG, description=__doc__)
+    parser.add_argument("--dir", required=True, type=input_dir_arg, help="analysis output directory")
+    parser.add_argument("--systems", nargs="+", required=True,
+                        help="system names as in the file names; the first is the reference (no selection)")
+    parser.add_argument("--md", required=True, help="output markdown")
+    parser.add_argument("--png", help="output probing figure")
+    args = parser.parse_args(argv)
+    check_output_file(args.md, "--md")
+    if args.png:
+        check_output_file(args.png, "--png")
+    from ssan_plugin.analysis.report import AnalysisResults, plot_probing, report_markdown
+
+    results = AnalysisResults.read(args.dir, args.systems)
+    for out in (args.md, args.png):
+        if out:
+            Path(out).parent.mkdir(parents=True, exist_ok=True)
+    with open(args.md, "w", encoding="utf-8") as f:
+        f.write(report_markdown(results))
+    if args.png:
+        plot_probing(results, args.png)
+    print(f"{PROG}: {len(args.systems)} systems -> {args.md}" + (f", {args.png}" if args.png else ""),
+          file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -9,6 +9,7 @@
 - ``datadir``: the prepared data directory: file names per split, the instances table.
 - ``binarize``: corpus -> data directory (dictionaries, instances, indexed datasets, manifest).
 - ``evaluate``: decode a split with a checkpoint, write gold/predicted props, score.
+- ``validation``: span counts instance by instance (the validation F1 of the ``srl`` task).
 - ``compare``: several systems' props files scored against the gold, each compared with the
   first by the paired bootstrap; F1 per label, by sentence length, by argument distance.
 

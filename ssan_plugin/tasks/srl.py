@@ -6,7 +6,13 @@ Data directory: the layout of ``ssan_plugin.srl.datadir`` (written by
 word, no EOS; predicate entries are 1 at the predicate word, else 0).
 
 A batch: ``net_input = {src_tokens: (B, T) word ids, src_lengths: (B,), predicate: (B, T) 0/1}``,
-``target``: (B, T) label ids, padded with the label dictionary's pad index.
+``target``: (B, T) label ids, padded with the label dictionary's pad index. Outside the
+training split, ``srl_gold``: the instances' gold propositions (``srl.validation``), so that
+validation logs span ``precision`` / ``recall`` / ``f1`` (percent) as ``scripts/evaluate_srl.py``
+computes them: every batch is decoded with constrained Viterbi (``decode``) and scored by the
+CoNLL scorer, the (correct, excess, missed) counts are summed over the batches in
+``reduce_metrics`` and the metrics derived from the sums (``--no-eval-f1`` turns this off).
+``--best-checkpoint-metric f1 --maximize-best-checkpoint-metric`` chooses checkpoints by it.
 """
 
 import logging
@@ -19,6 +25,7 @@ import torch
 from fairseq.data import (
     Dictionary,
     IdDataset,
+    ListDataset,
     NestedDictionaryDataset,
     NumelDataset,
     NumSamplesDataset,
@@ -27,15 +34,20 @@ from fairseq.data import (
     data_utils,
 )
 from fairseq.dataclass import FairseqDataclass
+from fairseq.logging import metrics
 from fairseq.tasks import FairseqTask, register_task
 from omegaconf import II, MISSING
 
 from ..srl import datadir
+from ..srl.scorer import Counts
+from ..srl.validation import instance_counts, read_gold_instances
 from ..srl.viterbi import BIOConstraints, viterbi_decode
 
 logger = logging.getLogger(__name__)
 
 PREDICATE_PAD = datadir.NOT_PREDICATE  # padding value of the predicate-indicator sequences
+GOLD = "srl_gold"  # sample key of the gold propositions (validation splits)
+COUNTS = ("correct", "excess", "missed")  # logging-output keys srl_correct, ... (summed)
 
 
 @dataclass
@@ -44,7 +56,13 @@ class SRLConfig(FairseqDataclass):
     no_shuffle: bool = field(
         default=False, metadata={"help": "batch in file order instead of by length, shuffled"}
     )
+    no_eval_f1: bool = field(
+        default=False,
+        metadata={"help": "validation without span precision / recall / F1 (constrained "
+                          "decoding + the CoNLL scorer on every validation batch)"},
+    )
     seed: int = II("common.seed")
+    train_subset: str = II("dataset.train_subset")
 
 
 @register_task("srl", dataclass=SRLConfig)
@@ -105,6 +123,7 @@ class SRLTask(FairseqTask):
                 "target": RightPadDataset(labels, pad_idx=self.label_dict.pad()),
                 "nsentences": NumSamplesDataset(),
                 "ntokens": NumelDataset(words, reduce=True),
+                **self._gold_dataset(split, words.sizes),
             },
             sizes=[words.sizes],
         )
@@ -115,6 +134,60 @@ class SRLTask(FairseqTask):
         logger.info("srl: split %s, %d instances", split, len(dataset))
         self.datasets[split] = dataset
         return dataset
+
+    def _gold_dataset(self, split, sizes) -> dict:
+        """{GOLD: per-instance gold propositions} for validation splits with F1, else {}."""
+        if getattr(self.cfg, "no_eval_f1", False) or split == getattr(self.cfg, "train_subset", None):
+            return {}
+        for path in (datadir.props_path(self.cfg.data, split),
+                     datadir.instances_path(self.cfg.data, split)):
+            if not os.path.exists(path):
+                raise FileNotFoundError(f"SRL split {split!r}: {path} not found, needed for "
+                                        "the validation F1 (run scripts/prepare_srl.py, or "
+                                        "--no-eval-f1)")
+        gold = read_gold_instances(self.cfg.data, split)
+        if len(gold) != len(sizes) or any(len(g.targets) != n for g, n in zip(gold, sizes)):
+            raise ValueError(f"SRL split {split!r}: the gold props and instances table do not "
+                             "match the indexed datasets (prepare the data again)")
+        return {GOLD: ListDataset(gold, sizes)}
+
+    def get_batch_iterator(self, dataset, *args, required_batch_size_multiple=1, **kwargs):
+        """fairseq's, with ``--required-batch-size-multiple`` applied to the training split only:
+        fairseq's batch_by_size leaves out the last (number of instances mod the multiple)
+        instances, which a validation F1 over the whole split cannot afford."""
+        if dataset is not self.datasets.get(getattr(self.cfg, "train_subset", None)):
+            required_batch_size_multiple = 1
+        return super().get_batch_iterator(
+            dataset, *args, required_batch_size_multiple=required_batch_size_multiple, **kwargs)
+
+    def valid_step(self, sample, model, criterion):
+        """The criterion's loss and logging output, plus the batch's span counts
+        (``srl_correct``, ``srl_excess``, ``srl_missed``) when the split carries its gold."""
+        loss, sample_size, logging_output = super().valid_step(sample, model, criterion)
+        if GOLD in sample:
+            decoded = self.decode(model, sample)
+            tags = [decoded[i] for i in sample["id"].tolist()]
+            counts = instance_counts(sample[GOLD], tags)
+            for key in COUNTS:
+                logging_output["srl_" + key] = getattr(counts, key)
+        return loss, sample_size, logging_output
+
+    def reduce_metrics(self, logging_outputs, criterion):
+        super().reduce_metrics(logging_outputs, criterion)
+        if not any("srl_correct" in log for log in logging_outputs):
+            return
+        for key in COUNTS:
+            metrics.log_scalar_sum("_srl_" + key,
+                                   int(sum(log.get("srl_" + key, 0) for log in logging_outputs)))
+
+        def derived(index):
+            def fn(meters):
+                counts = Counts(*(int(meters["_srl_" + key].sum) for key in COUNTS))
+                return counts.prf()[index]
+            return fn
+
+        for index, name in enumerate(("precision", "recall", "f1")):
+            metrics.log_derived(name, derived(index))
 
     @property
     def constraints(self) -> BIOConstraints:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # EWT SRL: baseline-attention (san) vs SSAN tagger, same size and budget; dev F1 per system.
-# EWT has train and dev only: checkpoints are chosen on dev accuracy and dev F1 is reported
-# (no test split is touched).
+# EWT has train and dev only: checkpoints are chosen on the dev span F1 that validation logs
+# (the same scorer as evaluate_srl.py), and dev F1 is reported (no test split is touched).
 #
 #   bash examples/srl/run_ewt.sh                 # seed 1, 2000 updates each, two runs at once
 #   SEEDS="1 2" UPDATES=4000 bash examples/srl/run_ewt.sh
@@ -17,7 +17,7 @@ PARALLEL=${PARALLEL:-2}
 COMMON="--user-dir ssan_plugin --task srl --arch srl_tagger_small --cpu
   --dropout 0.1 --criterion srl_cross_entropy --report-accuracy
   --optimizer adam --adam-betas (0.9,0.98) --lr 1e-3 --lr-scheduler inverse_sqrt --warmup-updates 400
-  --max-tokens 4096 --best-checkpoint-metric accuracy --maximize-best-checkpoint-metric
+  --max-tokens 4096 --best-checkpoint-metric f1 --maximize-best-checkpoint-metric
   --no-epoch-checkpoints --log-format simple --log-interval 100"
 
 [ -f "$BIN/manifest.json" ] || $PY scripts/prepare_srl.py --format conll2012 \

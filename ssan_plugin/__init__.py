@@ -9,7 +9,13 @@ under torch's weights_only loader (see checkpoint_safety).
 import logging
 import warnings
 
-from .checkpoint_safety import allow_fairseq_checkpoint_globals
+# fairseq.tasks.frm_text_to_speech calls logging.basicConfig(level=DEBUG) when fairseq's tasks
+# are imported. In a process whose logging is not configured yet (a script that imports the
+# plugin before its own set-up) every library's DEBUG lines would then reach stderr
+# (matplotlib's font search, ...); fairseq's CLIs configure logging first and are unaffected.
+_LOGGING_UNCONFIGURED = not logging.getLogger().handlers
+
+from .checkpoint_safety import allow_fairseq_checkpoint_globals  # noqa: E402
 
 # Deprecation warnings that fairseq 0.12 itself triggers in hydra and torch on every run
 # (fairseq-train, -generate, ... import this package through --user-dir before they start).
@@ -46,3 +52,6 @@ allow_fairseq_checkpoint_globals()
 
 from . import criterions, models  # noqa: E402,F401  (registrations)
 from .tasks import sentence_pair, srl  # noqa: E402,F401  (register the tasks)
+
+if _LOGGING_UNCONFIGURED and logging.getLogger().level == logging.DEBUG:
+    logging.getLogger().setLevel(logging.INFO)  # what fairseq's own CLIs use

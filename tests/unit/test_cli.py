@@ -117,3 +117,18 @@ def test_load_checkpoint_names_file_and_reason(tmp_path):
                                              r"unsupported GLOBAL posix.system"):
         cli.load_checkpoint(tmp_path / "evil.pt")
     assert not (tmp_path / "pwned").exists()
+
+
+def test_importing_the_plugin_leaves_no_debug_logging():
+    """fairseq's frm_text_to_speech sets the root logger to DEBUG at import; a script that has
+    not configured logging yet must not print other libraries' DEBUG lines because of it."""
+    import subprocess
+
+    code = ("import logging, ssan_plugin; import matplotlib; matplotlib.use('Agg'); "
+            "import matplotlib.pyplot as plt; plt.figure(); plt.text(0, 0, 'x'); "
+            "plt.savefig('/dev/null', format='png'); logging.getLogger('probe').info('kept'); "
+            "print(logging.getLogger().level)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "20"
+    assert "DEBUG" not in proc.stderr
+    assert "INFO:probe:kept" in proc.stderr

@@ -54,7 +54,10 @@ def build_layer(kind: str, width: int, heads: int):
     }
     if kind == "san":
         return TransformerEncoderLayerBase(cfg)
-    return AttentionVariantEncoderLayer(cfg, builders[kind])
+    layer = AttentionVariantEncoderLayer(cfg, builders[kind])
+    if kind == "ssan":  # as the selective criterion trains it without regularisers (the recipes)
+        layer.self_attn.rate_gradient = layer.self_attn.entropy_gradient = False
+    return layer
 
 
 def rss_kb(field: str) -> int:

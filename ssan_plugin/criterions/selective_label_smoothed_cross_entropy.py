@@ -162,14 +162,18 @@ class SelectiveLabelSmoothedCrossEntropyCriterion(LabelSmoothedCrossEntropyCrite
     # -- the pieces of forward ----------------------------------------------------------------
 
     def check_model(self, model) -> None:
-        """Once: a regulariser weight needs a model that selects."""
-        if (self.select_scale or self.nce_scale) and not any(
-            isinstance(m, SelectionReporter) for m in model.modules()
-        ):
+        """Once: a regulariser weight needs a model that selects; the selective layers keep a
+        graph only for the terms this loss weights (SelectionReporter.rate_gradient /
+        entropy_gradient)."""
+        reporters = [m for m in model.modules() if isinstance(m, SelectionReporter)]
+        if (self.select_scale or self.nce_scale) and not reporters:
             raise ValueError(
                 "--select-scale / --nce-scale weight a selector, but this model has none "
                 "(use an SSAN or ReSA encoder, or drop the options)"
             )
+        for m in reporters:
+            m.rate_gradient = bool(self.select_scale)
+            m.entropy_gradient = bool(self.nce_scale)
         self._model_checked = True
 
     @staticmethod

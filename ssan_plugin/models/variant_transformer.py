@@ -31,7 +31,7 @@ from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
 
 from ..modules import AttentionVariantEncoderLayer
-from ..modules.selection import SelectionReporter, SelectionStats
+from ..modules.selection import SelectionReporter, SelectionStats, no_selection_statistics
 
 # build_attention(layer_index, embed_dim, cfg) -> the self-attention module of that layer
 LayerAttentionBuilder = Callable[[int, int, TransformerConfig], nn.Module]
@@ -101,6 +101,12 @@ class VariantTransformerEncoder(TransformerEncoderBase):
         out = super().forward(src_tokens, src_lengths, return_all_hiddens, token_embeddings)
         out["selection_stats"] = self.take_selection_stats()
         return out
+
+    def forward_torchscript(self, net_input):
+        """fairseq's decoding entry (sequence generator, interactive, hub): the same encoder
+        output without selection records, which nothing there reads."""
+        with no_selection_statistics(self):
+            return super().forward_torchscript(net_input)
 
     def take_selection_stats(self) -> List[SelectionStats]:
         """The records of this forward's selective layers, in layer order (a layer skipped by

@@ -13,6 +13,7 @@ regulariser and mean the same thing for every selector (see :func:`pair_regulari
 Also here: the noise, straight-through and entropy helpers both selectors use.
 """
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Optional
 
@@ -92,6 +93,14 @@ class SelectionReporter:
     _selection: Optional[SelectionStats] = None
     #: analysis tools set this to get the 0/1 selection itself in each record
     keep_selection: bool = False
+    #: False: no record at all (decoding, where nothing reads them; see no_selection_statistics)
+    report_statistics: bool = True
+    #: whether ``pair_rate`` / ``pair_count`` and ``neg_entropy`` carry gradients in training.
+    #: The selective criterion sets them to what its loss weights (``--select-scale``,
+    #: ``--nce-scale``), so that no graph is kept for a term no loss uses; any other consumer
+    #: keeps the default, every term differentiable.
+    rate_gradient: bool = True
+    entropy_gradient: bool = True
 
     def report_selection(self, stats: SelectionStats) -> None:
         self._selection = stats
@@ -101,11 +110,26 @@ class SelectionReporter:
         return stats
 
 
+@contextmanager
+def no_selection_statistics(module):
+    """Within the block, the selective layers of ``module`` report no record (decoding: the
+    sequence generator reads none, and the statistics cost passes over (B, h, T, S))."""
+    reporters = [m for m in module.modules() if isinstance(m, SelectionReporter)]
+    previous = [m.report_statistics for m in reporters]
+    for m in reporters:
+        m.report_statistics = False
+    try:
+        yield
+    finally:
+        for m, value in zip(reporters, previous):
+            m.report_statistics = value
+
+
 def logistic_noise_like(x: Tensor) -> Tensor:
     """G' - G'' for two iid Gumbel(0, 1) draws, i.e. Logistic(0, 1) noise logit(U), float32."""
     tiny = torch.finfo(torch.float32).tiny
     u = torch.rand(x.shape, dtype=torch.float32, device=x.device).clamp_(tiny, 1.0 - 1e-7)
-    return torch.logit(u)
+    return u.logit_()
 
 
 def binary_entropy_from_logits(logits: Tensor) -> Tensor:

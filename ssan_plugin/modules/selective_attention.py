@@ -21,6 +21,7 @@ from .selection import (
     SelectionStats,
     binary_entropy_from_logits,
     gumbel_sigmoid_straight_through,
+    logistic_noise_like,
 )
 
 logger = logging.getLogger(__name__)
@@ -29,6 +30,30 @@ logger = logging.getLogger(__name__)
 # m the row maximum over selected keys. When E_ij exceeds m by a lot, that linearisation is
 # astronomically large (and overflows); its exponent is capped here. Values never depend on it.
 STRAIGHT_THROUGH_EXP_CAP = 10.0
+
+
+def _selective_exponentials(logits: Tensor, select: Tensor, chosen: Tensor, pad: Optional[Tensor]):
+    """The forward pass shared by both selective-softmax Functions, float32 (B, h, T, S).
+
+    ``chosen``: bool, selected and not a pad. Returns (out, unnorm, denom): unnorm = exp(E - m)
+    with m the row maximum over chosen keys (over all finite keys for a row with none chosen),
+    the exponent capped at STRAIGHT_THROUGH_EXP_CAP, pads 0; out = A unnorm / denom with
+    denom = sum_j A_j unnorm_j (1 for an empty row), (B, h, T, 1).
+    """
+    row_max = logits.masked_fill(~chosen, float("-inf")).amax(-1, keepdim=True)
+    empty = row_max == float("-inf")
+    if bool(empty.any()):
+        finite = logits.masked_fill(~torch.isfinite(logits), float("-inf"))
+        row_max_all = finite.amax(-1, keepdim=True).nan_to_num(0.0, 0.0, 0.0)
+        row_max = torch.where(empty, row_max_all, row_max)
+    unnorm = (logits - row_max).clamp_(max=STRAIGHT_THROUGH_EXP_CAP).exp_()
+    if pad is not None:
+        unnorm.masked_fill_(pad, 0.0)
+    out = select * unnorm
+    denom = out.sum(-1, keepdim=True)
+    denom.masked_fill_(denom == 0, 1.0)
+    out.div_(denom)
+    return out, unnorm, denom
 
 
 class _SelectiveSoftmax(torch.autograd.Function):
@@ -45,19 +70,7 @@ class _SelectiveSoftmax(torch.autograd.Function):
         chosen = select > 0
         if pad is not None:
             chosen &= ~pad
-        row_max = logits.masked_fill(~chosen, float("-inf")).amax(-1, keepdim=True)
-        empty = row_max == float("-inf")
-        if bool(empty.any()):
-            finite = logits.masked_fill(~torch.isfinite(logits), float("-inf"))
-            row_max_all = finite.amax(-1, keepdim=True).nan_to_num(0.0, 0.0, 0.0)
-            row_max = torch.where(empty, row_max_all, row_max)
-        unnorm = (logits - row_max).clamp_(max=STRAIGHT_THROUGH_EXP_CAP).exp_()
-        if pad is not None:
-            unnorm.masked_fill_(pad, 0.0)
-        out = select * unnorm
-        denom = out.sum(-1, keepdim=True)
-        denom.masked_fill_(denom == 0, 1.0)
-        out.div_(denom)
+        out, unnorm, denom = _selective_exponentials(logits, select, chosen, pad)
         ctx.save_for_backward(out, unnorm, denom)
         return out
 
@@ -94,6 +107,79 @@ def selective_softmax(
     if key_padding_mask is not None:
         pad = key_padding_mask.view(key_padding_mask.size(0), 1, 1, -1).to(torch.bool)
     return _SelectiveSoftmax.apply(logits.float(), select.float(), pad)
+
+
+
+class _SampledSelectiveSoftmax(torch.autograd.Function):
+    """Training with hard selection: the Gumbel-sigmoid straight-through sample of A and the
+    selective softmax in one Function (float32 (B, h, T, S) in and out).
+
+    Forward: z = E_p + L (L logistic noise, i.e. G' - G''), A = 1[z > 0], which is
+    1[sigmoid(z / tau) > 0.5] for any tau > 0, then out = selective_softmax(E, A).
+    Backward, with s = sigmoid(z / tau) (the straight-through slope dA/dE_p = s (1 - s) / tau)
+    and c = g - <out, g> per row:
+        dL/dE = out c,    dL/dE_p = (u / Z c + g_A) s (1 - s) / tau
+    where g_A is the gradient reaching the returned A from elsewhere (the selection
+    regulariser). Saved for backward: out and w = u / Z s (1 - s) / tau, two (B, h, T, S)
+    tensors (autograd's chain of sample, straight-through and softmax keeps five), plus the
+    slope itself only when ``select_grad`` (A is then differentiable; otherwise it is returned
+    as a constant). ``noise`` is overwritten.
+    """
+
+    @staticmethod
+    def forward(ctx, logits: Tensor, policy_logits: Tensor, noise: Tensor, pad: Optional[Tensor],
+                tau: float, select_grad: bool):
+        ctx.set_materialize_grads(False)
+        z = noise.add_(policy_logits)
+        chosen = z > 0
+        select = chosen.to(logits.dtype)
+        if pad is not None:
+            chosen &= ~pad
+        out, unnorm, denom = _selective_exponentials(logits, select, chosen, pad)
+        slope = z.div_(tau).sigmoid_()
+        slope.addcmul_(slope, slope, value=-1.0).div_(tau)  # s - s^2 = s (1 - s), over tau
+        weight = unnorm.div_(denom).mul_(slope)
+        if select_grad:
+            ctx.save_for_backward(out, weight, slope)
+        else:
+            ctx.save_for_backward(out, weight)
+            ctx.mark_non_differentiable(select)
+        return out, select
+
+    @staticmethod
+    def backward(ctx, grad_out: Optional[Tensor], grad_select: Optional[Tensor]):
+        out, weight, *slope = ctx.saved_tensors
+        grad_logits = grad_policy = None
+        if grad_out is not None:
+            centred = grad_out - (out * grad_out).sum(-1, keepdim=True)
+            if ctx.needs_input_grad[0]:
+                grad_logits = out * centred
+            if ctx.needs_input_grad[1]:
+                grad_policy = centred.mul_(weight)
+        if grad_select is not None and slope and ctx.needs_input_grad[1]:
+            extra = grad_select * slope[0]
+            grad_policy = extra if grad_policy is None else grad_policy.add_(extra)
+        return grad_logits, grad_policy, None, None, None, None
+
+
+def sampled_selective_softmax(logits: Tensor, policy_logits: Tensor, tau: float,
+                              key_padding_mask: Optional[Tensor] = None, select_grad: bool = True,
+                              noise: Optional[Tensor] = None):
+    """Training, hard selection: (ATT, A) with A the straight-through Gumbel-sigmoid sample of
+    the policy logits and ATT = selective_softmax(logits, A), both float32 (B, h, T, S); the
+    same values and gradients as ``selective_softmax(logits, sample_selection(...))`` with the
+    same noise, in fewer passes and with less kept for backward (see _SampledSelectiveSoftmax).
+
+    ``select_grad``: whether A carries the straight-through gradient (the selection
+    regulariser needs it); ``noise``: logistic noise to use (tests), drawn when None.
+    """
+    pad = None
+    if key_padding_mask is not None:
+        pad = key_padding_mask.view(key_padding_mask.size(0), 1, 1, -1).to(torch.bool)
+    policy_logits = policy_logits.float()
+    noise = logistic_noise_like(policy_logits) if noise is None else noise.float().clone()
+    return _SampledSelectiveSoftmax.apply(logits.float(), policy_logits, noise, pad, float(tau),
+                                          bool(select_grad))
 
 
 def sample_selection(policy_logits: Tensor, tau: float, mode: str, training: bool) -> Tensor:
@@ -193,25 +279,53 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
         q, k, v, q_p, k_p = self.fused_in_projection(query).chunk(5, dim=-1)
         q, k, v, q_p, k_p = heads(q * self.scaling), heads(k), heads(v), heads(q_p), heads(k_p)
 
-        logits = torch.matmul(q, k.transpose(-1, -2))  # (B, h, T, S)
-        if attn_mask is not None:
-            logits = logits + attn_mask
-        policy_logits = torch.matmul(q_p, k_p.transpose(-1, -2)).float() * self.policy_scaling
-        select = sample_selection(policy_logits, self.tau, self.selection, self.training)
-
-        probs_float = selective_softmax(logits, select, key_padding_mask)
-        probs = self.dropout_module(probs_float.type_as(v))
-        out = torch.matmul(probs, v)  # (B, h, T, d)
+        policy_logits = torch.matmul(q_p, k_p.transpose(-1, -2)).float()  # (B, h, T, S)
+        if self.policy_scaling != 1.0:
+            policy_logits.mul_(self.policy_scaling)
+        want_weights = need_weights or need_head_weights
+        probs_float: Optional[Tensor] = None
+        if self.selection == "hard" and not self.training and not want_weights and attn_mask is None:
+            # eval: A = 1[E_p > 0] is a boolean mask; torch's fused attention does the rest
+            select = policy_logits > 0
+            out = self._masked_attention(q, k, v, select, key_padding_mask)
+        else:
+            logits = torch.matmul(q, k.transpose(-1, -2))  # (B, h, T, S)
+            if attn_mask is not None:
+                logits = logits + attn_mask
+            if self.selection == "hard" and self.training:
+                probs_float, select = sampled_selective_softmax(
+                    logits, policy_logits, self.tau, key_padding_mask, select_grad=self.rate_gradient)
+            else:
+                select = sample_selection(policy_logits, self.tau, self.selection, self.training)
+                probs_float = selective_softmax(logits, select, key_padding_mask)
+            probs = self.dropout_module(probs_float.type_as(v))
+            out = torch.matmul(probs, v)  # (B, h, T, d)
         out = out.permute(2, 0, 1, 3).reshape(tgt_len, bsz, embed_dim)
         out = self.out_proj(out)
 
-        self.report_selection(self._statistics(policy_logits, select, key_padding_mask))
+        if self.report_statistics:
+            self.report_selection(self._statistics(policy_logits, select, key_padding_mask))
 
         weights: Optional[Tensor] = None
-        if need_weights or need_head_weights:
+        if want_weights:
             weights = probs_float.type_as(out)
             weights = weights.transpose(0, 1) if need_head_weights else weights.mean(dim=1)
         return out, weights
+
+    @staticmethod
+    def _masked_attention(q: Tensor, k: Tensor, v: Tensor, select: Tensor,
+                          key_padding_mask: Optional[Tensor]) -> Tensor:
+        """Eval-mode selective attention through ``scaled_dot_product_attention``: ``select``
+        (B, h, T, S) bool with the pads folded in is the attention mask (q already scaled);
+        a query with no selected key gets a zero row, as selective_softmax gives. (B, h, T, d)."""
+        mask = select
+        if key_padding_mask is not None:
+            mask = mask & ~key_padding_mask.view(key_padding_mask.size(0), 1, 1, -1).to(torch.bool)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0)
+        empty = ~mask.any(-1, keepdim=True)
+        if bool(empty.any()):
+            out = out.masked_fill(empty, 0.0)
+        return out
 
     def _statistics(
         self, policy_logits: Tensor, select: Tensor, key_padding_mask: Optional[Tensor]
@@ -221,25 +335,33 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
         A sentence made only of pads contributes nothing (its denominators are clamped).
         """
         bsz, h, tgt_len, src_len = select.shape
+        dtype = policy_logits.dtype
         if key_padding_mask is None:
-            valid = select.new_ones(bsz, src_len)
+            valid = policy_logits.new_ones(bsz, src_len)
         else:
-            valid = (~key_padding_mask.to(torch.bool)).to(select.dtype)
+            valid = (~key_padding_mask.to(torch.bool)).to(dtype)
         # self-attention: queries and keys are the same positions
         n_keys = valid.sum(-1).clamp_min(1.0)  # (B,)
         n_queries = valid.sum().clamp_min(1.0)
         key_w = valid.view(bsz, 1, 1, src_len)
         query_w = valid.view(bsz, 1, tgt_len)
 
-        row_count = (select * key_w).sum(-1)  # (B, h, T): selected keys per query
+        if select.dtype == torch.bool:  # eval: no gradient, counts straight from the mask
+            row_count = (select & (key_w > 0)).sum(-1, dtype=dtype)
+        else:
+            row_count = (select * key_w).sum(-1)  # (B, h, T): selected keys per query
         pair_count = (row_count * query_w).sum() / n_queries
         pair_rate = (row_count / n_keys.view(bsz, 1, 1) * query_w).sum() / n_queries
 
         pair_w = key_w * query_w.unsqueeze(-1)  # (B, 1, T, S)
         n_pairs = pair_w.sum() * h
-        entropy_sum = (binary_entropy_from_logits(policy_logits) * pair_w).sum()
+        with torch.set_grad_enabled(torch.is_grad_enabled() and self.entropy_gradient):
+            entropy_sum = (binary_entropy_from_logits(policy_logits) * pair_w).sum()
         with torch.no_grad():
-            selected = ((select > 0.5).to(select.dtype) * pair_w).sum()
+            if select.dtype == torch.bool or self.selection == "hard":  # 0/1: the row counts
+                selected = (row_count.detach() * query_w).sum()
+            else:  # soft: a pair counts as selected when pi > 0.5
+                selected = ((select > 0.5).to(dtype) * pair_w).sum()
         return SelectionStats(
             pairs_selected=selected,
             pairs_possible=n_pairs.detach(),
@@ -248,7 +370,7 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
             pair_rate=pair_rate,
             pair_count=pair_count,
             neg_entropy=-entropy_sum / n_pairs.clamp_min(1.0),
-            selection=(select > 0.5) if self.keep_selection else None,
+            selection=(select > 0.5 if select.dtype != torch.bool else select) if self.keep_selection else None,
         )
 
     def upgrade_state_dict_named(self, state_dict, name):

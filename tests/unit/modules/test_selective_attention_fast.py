@@ -1,0 +1,177 @@
+"""The fast paths of ssan_plugin/modules/selective_attention.py against the plain ones:
+training's fused sample + selective softmax (values and gradients equal autograd's chain on a
+float64 reference with the same noise; less kept for backward), eval's boolean-mask attention
+(equal to the explicit selective softmax, empty rows and pads included), and decoding without
+selection records."""
+
+import pytest
+import torch
+from helpers.ssan_layer import B, C, H, T, config, inputs, ssan_layer
+
+from ssan_plugin.modules.selection import no_selection_statistics
+from ssan_plugin.modules.selective_attention import sampled_selective_softmax, selective_softmax
+
+
+def reference(logits, policy_logits, noise, pad, tau):
+    """Straight from the formulas, float64, autograd: y = sigmoid((E_p + L) / tau), A = 1[y > 0.5]
+    forward with the gradient of y (straight-through), ATT = A exp(E) / sum A exp(E), pads
+    excluded, empty rows zero."""
+    y = torch.sigmoid((policy_logits + noise) / tau)
+    select = (y > 0.5).to(y.dtype) - y.detach() + y
+    keep = (~pad).view(pad.size(0), 1, 1, -1).to(logits.dtype)
+    weights = select * torch.exp(logits) * keep
+    denom = weights.sum(-1, keepdim=True)
+    return weights / torch.where(denom > 0, denom, torch.ones_like(denom)), select
+
+
+def case(seed):
+    g = torch.Generator().manual_seed(seed)
+    shape = (3, 2, 6, 6)
+    logits = torch.randn(shape, generator=g, dtype=torch.float64)
+    policy = torch.randn(shape, generator=g, dtype=torch.float64)
+    noise = torch.logit(torch.rand(shape, generator=g, dtype=torch.float64))
+    policy[0, 1, 2] = -50.0  # an empty row
+    pad = torch.zeros(3, 6, dtype=torch.bool)
+    pad[1, -2:] = True
+    pad[2, -1:] = True
+    upstream = torch.randn(shape, generator=g, dtype=torch.float64)
+    rate_weights = torch.randn(shape, generator=g, dtype=torch.float64)
+    return logits, policy, noise, pad, upstream, rate_weights
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("select_grad", [True, False])
+def test_fused_sample_and_softmax_match_the_formula(seed, select_grad):
+    logits, policy, noise, pad, upstream, rate_weights = case(seed)
+    tau = 0.5
+    e1, p1 = logits.clone().requires_grad_(), policy.clone().requires_grad_()
+    out, select = sampled_selective_softmax(e1.float(), p1.float(), tau, pad, select_grad=select_grad,
+                                            noise=noise.float())
+    loss = (out.double() * upstream).sum()
+    if select_grad:  # a regulariser-like use of A: its straight-through gradient must add up
+        loss = loss + (select.double() * rate_weights).sum()
+    loss.backward()
+
+    e2, p2 = logits.clone().requires_grad_(), policy.clone().requires_grad_()
+    ref, ref_select = reference(e2, p2, noise, pad, tau)
+    ref_loss = (ref * upstream).sum()
+    if select_grad:
+        ref_loss = ref_loss + (ref_select * rate_weights).sum()
+    ref_loss.backward()
+
+    assert torch.equal(select.double(), (ref_select > 0.5).double())
+    assert select.requires_grad == select_grad
+    torch.testing.assert_close(out.double(), ref, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(e1.grad, e2.grad, rtol=1e-4, atol=1e-6)
+    # the policy gradient of an empty row is a convention (bounded); compare the other rows
+    nonempty = ((ref_select > 0.5) & (~pad).view(3, 1, 1, -1)).any(-1, keepdim=True)
+    torch.testing.assert_close(p1.grad * nonempty, p2.grad * nonempty, rtol=1e-4, atol=1e-6)
+    assert torch.isfinite(p1.grad).all()
+
+
+def test_fused_equals_the_unfused_chain_of_the_module():
+    """Same noise: the fused Function and selective_softmax of the straight-through sample give
+    the same values and float32 gradients."""
+    logits, policy, noise, pad, upstream, _ = case(5)
+    tau = 0.7
+    e1, p1 = logits.float().requires_grad_(), policy.float().requires_grad_()
+    out, _ = sampled_selective_softmax(e1, p1, tau, pad, select_grad=False, noise=noise.float())
+    (out * upstream.float()).sum().backward()
+    e2, p2 = logits.float().requires_grad_(), policy.float().requires_grad_()
+    y = torch.sigmoid((p2 + noise.float()) / tau)
+    select = (y > 0.5).float() - y.detach() + y
+    (selective_softmax(e2, select, pad) * upstream.float()).sum().backward()
+    torch.testing.assert_close(out, selective_softmax(e2.detach(), (y > 0.5).float(), pad))
+    torch.testing.assert_close(e1.grad, e2.grad, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(p1.grad, p2.grad, rtol=1e-5, atol=1e-6)
+
+
+def saved_attention_sized(layer, x, pad):
+    """Distinct (B, h, T, T) tensors that autograd keeps for backward during one training
+    forward of ``layer``."""
+    kept = {}
+
+    def pack(t):
+        if tuple(t.shape) == (B, H, T, T):
+            kept[t.data_ptr()] = t.dtype
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        layer(x.requires_grad_(), pad)
+    return list(kept.values())
+
+
+def test_training_keeps_two_attention_sized_tensors():
+    torch.manual_seed(0)
+    layer = ssan_layer(config()).train()
+    x, pad = inputs(1)
+    attn = layer.self_attn
+    attn.rate_gradient = attn.entropy_gradient = False  # what the criterion sets without regularisers
+    assert len(saved_attention_sized(layer, x, pad)) == 2  # out and w
+    attn.rate_gradient = attn.entropy_gradient = True  # both regularisers: the slope, E_p, sigmoid
+    assert len(saved_attention_sized(layer, x.detach(), pad)) == 5
+
+
+def test_entropy_and_rate_carry_gradients_only_when_asked():
+    torch.manual_seed(0)
+    layer = ssan_layer(config()).train()
+    x, pad = inputs(2)
+    attn = layer.self_attn
+    layer(x, pad)
+    stats = attn.pop_selection()
+    assert stats.neg_entropy.requires_grad and stats.pair_rate.requires_grad
+    attn.rate_gradient = attn.entropy_gradient = False
+    layer(x, pad)
+    stats = attn.pop_selection()
+    assert not stats.neg_entropy.requires_grad and not stats.pair_rate.requires_grad
+
+
+def policy_with_empty_rows(layer):
+    """Head 0 selects nothing (q_p = -1, k_p = +1, so E_p = -d for every pair); the other
+    heads keep their random policy."""
+    with torch.no_grad():
+        w = layer.self_attn.policy_proj.weight
+        b = layer.self_attn.policy_proj.bias
+        d = C // H
+        w[:d].zero_()
+        b[:d].fill_(-1.0)  # q_p of head 0: all -1
+        w[C:C + d].zero_()
+        b[C:C + d].fill_(1.0)  # k_p of head 0: all +1 -> E_p = -d < 0: head 0 selects nothing
+
+
+@pytest.mark.parametrize("empty_head", [False, True])
+def test_eval_mask_path_equals_the_explicit_selective_softmax(empty_head):
+    torch.manual_seed(3)
+    layer = ssan_layer(config(dropout=0.1)).eval()
+    if empty_head:
+        policy_with_empty_rows(layer)
+    x, pad = inputs(3)
+    attn = layer.self_attn
+    fast, _ = attn(x, x, x, key_padding_mask=pad)  # the boolean-mask path
+    fast_stats = attn.pop_selection()
+    explicit, _ = attn(x, x, x, key_padding_mask=pad, need_weights=True)  # selective_softmax
+    explicit_stats = attn.pop_selection()
+    torch.testing.assert_close(fast, explicit, rtol=1e-5, atol=1e-6)
+    for field in ("pairs_selected", "pairs_possible", "entropy_sum", "pair_rate", "pair_count"):
+        torch.testing.assert_close(getattr(fast_stats, field), getattr(explicit_stats, field))
+    if empty_head:
+        assert fast_stats.pairs_selected < fast_stats.pairs_possible
+    assert torch.isfinite(fast).all()
+
+
+def test_decoding_entry_reports_no_records(tiny_bin):
+    from helpers.fairseq_setup import build
+
+    torch.manual_seed(0)
+    _, model, _ = build(tiny_bin, ["--arch", "ssan_transformer", "--criterion", "label_smoothed_cross_entropy"])
+    model.eval()
+    tokens = torch.randint(4, 20, (2, 5))
+    lengths = torch.tensor([5, 5])
+    plain = model.encoder(tokens, src_lengths=lengths)
+    assert len(plain["selection_stats"]) == len(model.encoder.layers)
+    decoding = model.encoder.forward_torchscript({"src_tokens": tokens, "src_lengths": lengths})
+    assert decoding["selection_stats"] == []
+    assert torch.equal(plain["encoder_out"][0], decoding["encoder_out"][0])
+    assert all(m.report_statistics for m in model.modules() if hasattr(m, "report_statistics"))
+    with no_selection_statistics(model):
+        assert model.encoder(tokens, src_lengths=lengths)["selection_stats"] == []

@@ -11,7 +11,9 @@ resets the kernel's peak-RSS mark (write "5" to /proc/self/clear_refs), runs the
 reads VmHWM from /proc/self/status; the reported peak is VmHWM minus the RSS just before the
 step, i.e. the extra physical memory the step needed. glibc's mmap threshold is pinned
 (MALLOC_MMAP_THRESHOLD_=65536) so that large tensors are mmapped and returned on free, and the
-RSS follows the live tensors instead of allocator caches. Time: median of repeated steps.
+RSS follows the live tensors instead of allocator caches. Time: in a second worker with the
+default allocator (as in training), one warm-up step at the same length, then the median of
+repeated steps (at least 3, until --min-time seconds).
 
 Writes CSV + PNG (matplotlib) and prints the ratios for the README. OMP_NUM_THREADS=1.
 """
@@ -68,7 +70,11 @@ def rss_kb(field: str) -> int:
     raise RuntimeError(f"{field} not in /proc/self/status")
 
 
-def worker(kind: str, length: int, batch: int, width: int, heads: int, min_time: float) -> dict:
+def worker(kind: str, length: int, batch: int, width: int, heads: int, min_time: float,
+           measure: str) -> dict:
+    """One point. ``memory``: the extra peak RSS of one step (run with large allocations
+    mmapped, so the RSS follows the live tensors). ``time``: the median time of repeated steps
+    after a warm-up step of the same length, with the default allocator (as in training)."""
     import gc
 
     import torch
@@ -83,31 +89,33 @@ def worker(kind: str, length: int, batch: int, width: int, heads: int, min_time:
         x = torch.randn(t, batch, width, requires_grad=True)
         out = layer(x, None)
         loss = out.float().pow(2).mean()
-        stats = getattr(layer.self_attn, "selection_stats", None)
-        if stats is not None and "log_prob" in stats:  # ReSA: include the REINFORCE path
-            loss = loss + stats["log_prob"].sum() * 1e-3
+        pop = getattr(layer.self_attn, "pop_selection", None)
+        record = pop() if pop is not None else None
+        if record is not None and record.log_prob is not None:  # ReSA: the REINFORCE path too
+            loss = loss + record.log_prob.sum() * 1e-3
         loss.backward()
         layer.zero_grad(set_to_none=True)
-        return stats
+        return record
 
-    step(8)  # lazy initialisations
-    gc.collect()
-    before = rss_kb("VmRSS")
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
-    start = time.perf_counter()
-    stats = step(length)
-    first = time.perf_counter() - start
-    peak = rss_kb("VmHWM") - before
-    times = [first]
-    while sum(times) < min_time and len(times) < 5:
+    result = {"kind": kind, "length": length, "batch": batch, "width": width}
+    if measure == "memory":
+        step(8)  # lazy initialisations
+        gc.collect()
+        before = rss_kb("VmRSS")
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        record = step(length)
+        result["peak_mb"] = (rss_kb("VmHWM") - before) / 1024.0
+        if record is not None:
+            result["selection_rate"] = float(record.pairs_selected / record.pairs_possible)
+        return result
+    step(length)  # warm-up at full length
+    times = []
+    while sum(times) < min_time and len(times) < 20 or len(times) < 3:
         start = time.perf_counter()
         step(length)
         times.append(time.perf_counter() - start)
-    result = {"kind": kind, "length": length, "batch": batch, "width": width,
-              "time_s": statistics.median(times), "peak_mb": peak / 1024.0, "reps": len(times)}
-    if stats is not None and "selected" in stats:
-        result["selection_rate"] = float(stats["selected"] / stats["pairs"])
+    result.update(time_s=statistics.median(times), reps=len(times))
     return result
 
 
@@ -118,16 +126,35 @@ def naive_estimate_gb(length, batch, width):
 
 
 def run_point(kind, length, args):
-    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", MALLOC_MMAP_THRESHOLD_="65536")
-    cmd = [sys.executable, __file__, "--worker", kind, str(length), "--batch", str(args.batch),
-           "--width", str(args.width), "--heads", str(args.heads), "--min-time", str(args.min_time)]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
-    except subprocess.TimeoutExpired:
-        return {"kind": kind, "length": length, "status": "timeout"}
-    if proc.returncode != 0:
-        return {"kind": kind, "length": length, "status": "failed: " + proc.stderr.strip().splitlines()[-1]}
-    return dict(json.loads(proc.stdout.strip().splitlines()[-1]), status="ok")
+    """Time and memory of one point, each in its own worker process."""
+    result = {"kind": kind, "length": length}
+    for measure in ("time", "memory"):
+        env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+        if measure == "memory":
+            env["MALLOC_MMAP_THRESHOLD_"] = "65536"
+        cmd = [sys.executable, __file__, "--worker", kind, str(length), "--batch", str(args.batch),
+               "--width", str(args.width), "--heads", str(args.heads), "--min-time",
+               str(args.min_time), "--measure", measure]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            return dict(result, status=f"timeout ({measure})")
+        if proc.returncode != 0:
+            return dict(result, status="failed: " + proc.stderr.strip().splitlines()[-1])
+        result.update(json.loads(proc.stdout.strip().splitlines()[-1]))
+    return dict(result, status="ok")
+
+
+def median_row(results):
+    """One (kind, T): the median time and memory over the repeats that succeeded."""
+    ok = [r for r in results if r.get("status") == "ok"]
+    if not ok:
+        return results[-1]
+    row = dict(ok[0])
+    for key in ("time_s", "peak_mb"):
+        row[key] = statistics.median(r[key] for r in ok)
+    row["reps"] = f"{len(ok)} x {ok[0]['reps']}"
+    return row
 
 
 def plot(rows, path, args):
@@ -185,12 +212,15 @@ def summarise(rows, lengths):
 def main():
     ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--worker", nargs=2, metavar=("KIND", "T"), help=argparse.SUPPRESS)
+    ap.add_argument("--measure", choices=("time", "memory"), default="time", help=argparse.SUPPRESS)
     ap.add_argument("--lengths", default="16,32,64,128,192,256,320,384")
     ap.add_argument("--kinds", default=",".join(KINDS))
     ap.add_argument("--batch", type=positive_int, default=64)
     ap.add_argument("--width", type=positive_int, default=300, help="model width (a multiple of --heads, even)")
     ap.add_argument("--heads", type=positive_int, default=6)
     ap.add_argument("--min-time", type=positive_float, default=1.0, help="repeat a step until this many seconds")
+    ap.add_argument("--repeats", type=positive_int, default=1,
+                    help="measure every point this many times, alternating kinds and lengths; medians")
     ap.add_argument("--max-naive-gb", type=positive_float, default=4.0,
                     help="skip naive DiSAN points estimated above this memory")
     ap.add_argument("--timeout", type=positive_float, default=300.0, help="seconds per point")
@@ -200,7 +230,8 @@ def main():
         ap.error("--width must be even and a multiple of --heads")
     if args.worker:
         kind, length = args.worker
-        print(json.dumps(worker(kind, int(length), args.batch, args.width, args.heads, args.min_time)))
+        print(json.dumps(worker(kind, int(length), args.batch, args.width, args.heads, args.min_time,
+                                args.measure)))
         return
 
     from tqdm import tqdm
@@ -210,13 +241,15 @@ def main():
     unknown = set(kinds) - set(KINDS)
     if unknown:
         ap.error(f"unknown kinds {sorted(unknown)}; choose from {KINDS}")
-    rows = []
-    points = [(k, t) for t in lengths for k in kinds]
+    runs = {}
+    points = [(k, t) for _ in range(args.repeats) for t in lengths for k in kinds]  # alternating
     for kind, length in tqdm(points, desc="bench", unit="point"):
         if kind == "disan_naive" and naive_estimate_gb(length, args.batch, args.width) > args.max_naive_gb:
-            rows.append({"kind": kind, "length": length, "status": "skipped (memory estimate)"})
+            runs.setdefault((kind, length), []).append({"kind": kind, "length": length,
+                                                        "status": "skipped (memory estimate)"})
             continue
-        rows.append(run_point(kind, length, args))
+        runs.setdefault((kind, length), []).append(run_point(kind, length, args))
+    rows = [median_row(results) for results in runs.values()]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     fields = ["kind", "length", "batch", "width", "time_s", "peak_mb", "reps", "selection_rate", "status"]
@@ -228,6 +261,13 @@ def main():
     plot(rows, out / "bench_encoder_layers.png", args)
     for line in summarise(rows, lengths):
         print(line)
+    if "san" in kinds:
+        print("| kind | T | time / san | peak memory / san |\n|---|---|---|---|")
+        for kind in kinds:
+            for t in lengths:
+                if kind != "san":
+                    print(f"| {kind} | {t} | {value(rows, kind, t, 'time_s') / value(rows, 'san', t, 'time_s'):.2f} "
+                          f"| {value(rows, kind, t, 'peak_mb') / value(rows, 'san', t, 'peak_mb'):.2f} |")
     print(f"wrote {out / 'bench_encoder_layers.csv'} and {out / 'bench_encoder_layers.png'}")
 
 

@@ -32,6 +32,18 @@ logger = logging.getLogger(__name__)
 STRAIGHT_THROUGH_EXP_CAP = 10.0
 
 
+def _row_max(logits: Tensor, chosen: Tensor) -> Tensor:
+    """(B, h, T, 1): the row maximum of ``logits`` over the ``chosen`` keys; for a row with none
+    chosen, over all finite keys (0 if none is finite)."""
+    row_max = logits.masked_fill(~chosen, float("-inf")).amax(-1, keepdim=True)
+    empty = row_max == float("-inf")
+    if bool(empty.any()):
+        finite = logits.masked_fill(~torch.isfinite(logits), float("-inf"))
+        row_max_all = finite.amax(-1, keepdim=True).nan_to_num(0.0, 0.0, 0.0)
+        row_max = torch.where(empty, row_max_all, row_max)
+    return row_max
+
+
 def _selective_exponentials(logits: Tensor, select: Tensor, chosen: Tensor, pad: Optional[Tensor]):
     """The forward pass shared by both selective-softmax Functions, float32 (B, h, T, S).
 
@@ -40,13 +52,7 @@ def _selective_exponentials(logits: Tensor, select: Tensor, chosen: Tensor, pad:
     the exponent capped at STRAIGHT_THROUGH_EXP_CAP, pads 0; out = A unnorm / denom with
     denom = sum_j A_j unnorm_j (1 for an empty row), (B, h, T, 1).
     """
-    row_max = logits.masked_fill(~chosen, float("-inf")).amax(-1, keepdim=True)
-    empty = row_max == float("-inf")
-    if bool(empty.any()):
-        finite = logits.masked_fill(~torch.isfinite(logits), float("-inf"))
-        row_max_all = finite.amax(-1, keepdim=True).nan_to_num(0.0, 0.0, 0.0)
-        row_max = torch.where(empty, row_max_all, row_max)
-    unnorm = (logits - row_max).clamp_(max=STRAIGHT_THROUGH_EXP_CAP).exp_()
+    unnorm = (logits - _row_max(logits, chosen)).clamp_(max=STRAIGHT_THROUGH_EXP_CAP).exp_()
     if pad is not None:
         unnorm.masked_fill_(pad, 0.0)
     out = select * unnorm
@@ -122,26 +128,37 @@ class _SampledSelectiveSoftmax(torch.autograd.Function):
     where g_A is the gradient reaching the returned A from elsewhere (the selection
     regulariser). Saved for backward: out and w = u / Z s (1 - s) / tau, two (B, h, T, S)
     tensors (autograd's chain of sample, straight-through and softmax keeps five), plus the
-    slope itself only when ``select_grad`` (A is then differentiable; otherwise it is returned
-    as a constant). ``noise`` is overwritten.
+    slope itself only when ``select_grad``. The returned A has pad keys zeroed: float and
+    differentiable with ``select_grad``, otherwise a bool constant. ``noise`` is overwritten;
+    the forward works in place in the noise and exponential buffers.
     """
 
     @staticmethod
     def forward(ctx, logits: Tensor, policy_logits: Tensor, noise: Tensor, pad: Optional[Tensor],
                 tau: float, select_grad: bool):
+        # Buffers of attention size: the inputs, noise -> z -> slope -> w, A (bool), u -> ATT.
         ctx.set_materialize_grads(False)
-        z = noise.add_(policy_logits)
-        chosen = z > 0
-        select = chosen.to(logits.dtype)
+        z = noise.add_(policy_logits)  # E_p + L
+        chosen = z > 0  # A = 1[y > 0.5]
         if pad is not None:
             chosen &= ~pad
-        out, unnorm, denom = _selective_exponentials(logits, select, chosen, pad)
+        unnorm = (logits - _row_max(logits, chosen)).clamp_(max=STRAIGHT_THROUGH_EXP_CAP).exp_()
+        if pad is not None:
+            unnorm.masked_fill_(pad, 0.0)
         slope = z.div_(tau).sigmoid_()
         slope.addcmul_(slope, slope, value=-1.0).div_(tau)  # s - s^2 = s (1 - s), over tau
-        weight = unnorm.div_(denom).mul_(slope)
+        kept_slope = slope.clone() if select_grad else None
+        weight = slope.mul_(unnorm)  # u * slope
+        out = unnorm.masked_fill_(~chosen, 0.0)  # A u
+        denom = out.sum(-1, keepdim=True)
+        denom.masked_fill_(denom == 0, 1.0)
+        out.div_(denom)
+        weight.div_(denom)
         if select_grad:
-            ctx.save_for_backward(out, weight, slope)
+            select = chosen.to(logits.dtype)
+            ctx.save_for_backward(out, weight, kept_slope)
         else:
+            select = chosen
             ctx.save_for_backward(out, weight)
             ctx.mark_non_differentiable(select)
         return out, select
@@ -151,7 +168,9 @@ class _SampledSelectiveSoftmax(torch.autograd.Function):
         out, weight, *slope = ctx.saved_tensors
         grad_logits = grad_policy = None
         if grad_out is not None:
-            centred = grad_out - (out * grad_out).sum(-1, keepdim=True)
+            # s_i = sum_j out_ij g_ij as a batched dot product (no product tensor)
+            row = torch.matmul(out.unsqueeze(-2), grad_out.unsqueeze(-1)).squeeze(-1)
+            centred = grad_out - row
             if ctx.needs_input_grad[0]:
                 grad_logits = out * centred
             if ctx.needs_input_grad[1]:
@@ -298,6 +317,7 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
             else:
                 select = sample_selection(policy_logits, self.tau, self.selection, self.training)
                 probs_float = selective_softmax(logits, select, key_padding_mask)
+            del logits  # attention-sized: free it before the statistics
             probs = self.dropout_module(probs_float.type_as(v))
             out = torch.matmul(probs, v)  # (B, h, T, d)
         out = out.permute(2, 0, 1, 3).reshape(tgt_len, bsz, embed_dim)
@@ -355,8 +375,12 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
 
         pair_w = key_w * query_w.unsqueeze(-1)  # (B, 1, T, S)
         n_pairs = pair_w.sum() * h
-        with torch.set_grad_enabled(torch.is_grad_enabled() and self.entropy_gradient):
+        if torch.is_grad_enabled() and self.entropy_gradient:
             entropy_sum = (binary_entropy_from_logits(policy_logits) * pair_w).sum()
+        else:  # no graph: one sentence at a time, so the temporaries stay small
+            with torch.no_grad():
+                entropy_sum = sum((binary_entropy_from_logits(policy_logits[b]) * pair_w[b]).sum()
+                                  for b in range(bsz))
         with torch.no_grad():
             if select.dtype == torch.bool or self.selection == "hard":  # 0/1: the row counts
                 selected = (row_count.detach() * query_w).sum()

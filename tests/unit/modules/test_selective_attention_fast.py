@@ -59,8 +59,10 @@ def test_fused_sample_and_softmax_match_the_formula(seed, select_grad):
         ref_loss = ref_loss + (ref_select * rate_weights).sum()
     ref_loss.backward()
 
-    assert torch.equal(select.double(), (ref_select > 0.5).double())
+    keys = (~pad).view(3, 1, 1, -1)
+    assert torch.equal(select.bool(), (ref_select > 0.5) & keys)  # A, pad keys zeroed
     assert select.requires_grad == select_grad
+    assert select.dtype == (torch.float32 if select_grad else torch.bool)
     torch.testing.assert_close(out.double(), ref, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(e1.grad, e2.grad, rtol=1e-4, atol=1e-6)
     # the policy gradient of an empty row is a convention (bounded); compare the other rows

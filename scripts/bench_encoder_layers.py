@@ -190,6 +190,12 @@ def value(rows, kind, length, key):
     return float("nan")
 
 
+def ratio(rows, kind, length, key):
+    """kind / san for one length (nan when SAN's value is missing or 0, e.g. at toy sizes)."""
+    base = value(rows, "san", length, key)
+    return value(rows, kind, length, key) / base if base else float("nan")
+
+
 def summarise(rows, lengths):
     lines = []
     t_cmp = max([t for t in lengths if not math.isnan(value(rows, "disan_naive", t, "peak_mb"))], default=None)
@@ -198,10 +204,11 @@ def summarise(rows, lengths):
         lines.append(f"T={t}: DiSAN memory-efficient / naive peak memory = {blocked / naive:.3f} "
                      f"({blocked:.0f} MB vs {naive:.0f} MB); time ratio "
                      f"{value(rows, 'disan_blocked', t, 'time_s') / value(rows, 'disan_naive', t, 'time_s'):.2f}")
-    big, small = max(lengths), max(t for t in lengths if t <= max(lengths) // 2)
-    for kind in KINDS:
+    big = max(lengths)
+    small = max([t for t in lengths if t <= big // 2], default=min(lengths))
+    for kind in KINDS if small < big else ():
         m_big, m_small = value(rows, kind, big, "peak_mb"), value(rows, kind, small, "peak_mb")
-        if not (math.isnan(m_big) or math.isnan(m_small)) and m_small > 0:
+        if not (math.isnan(m_big) or math.isnan(m_small)) and m_small > 0 and m_big > 0:
             slope = math.log(m_big / m_small) / math.log(big / small)
             lines.append(f"{kind}: peak memory T={small} -> T={big}: {m_small:.0f} -> {m_big:.0f} MB, "
                          f"growth exponent {slope:.2f} (1 = linear, 2 = quadratic); "
@@ -266,8 +273,8 @@ def main():
         for kind in kinds:
             for t in lengths:
                 if kind != "san":
-                    print(f"| {kind} | {t} | {value(rows, kind, t, 'time_s') / value(rows, 'san', t, 'time_s'):.2f} "
-                          f"| {value(rows, kind, t, 'peak_mb') / value(rows, 'san', t, 'peak_mb'):.2f} |")
+                    print(f"| {kind} | {t} | {ratio(rows, kind, t, 'time_s'):.2f} "
+                          f"| {ratio(rows, kind, t, 'peak_mb'):.2f} |")
     print(f"wrote {out / 'bench_encoder_layers.csv'} and {out / 'bench_encoder_layers.png'}")
 
 

@@ -33,7 +33,7 @@ def main(argv=None):
         rows = runner.status()
         for row in rows:
             print(f"{row['state']:8} {row['run']}")
-        done = sum(r["state"] == "decoded" for r in rows)
+        done = sum(r["state"] in ("decoded", "archived") for r in rows)
         print(f"{done}/{len(rows)} runs done")
         return 0
     try:

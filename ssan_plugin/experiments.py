@@ -26,6 +26,15 @@ Resumable: a step is done when its output exists (``train.done``, ``test.json``)
 training resumes from its ``checkpoint_last.pt`` (fairseq's own resume; checkpoints every
 ``save_interval`` updates). Finished runs are appended to ``OUT/runs.jsonl`` with their times.
 One child process at a time.
+
+Archive (plan key ``archive``, a directory relative to the project root, meant to be committed):
+a decoded run's small outputs (``train.json`` summary, ``curve.jsonl`` with fairseq's train and
+valid records, ``test.json``, the hypotheses) are copied to ``ARCHIVE/STUDY/PAIR/SYSTEM@SEED``
+and the pooled tables are written to ``ARCHIVE/results``. A run found in the archive is done,
+so a fresh clone (whose ``OUT`` is empty) continues the plan where the last one stopped. When a
+warm-started run needs ``checkpoint_base.pt`` of an archived baseline whose checkpoints are
+gone, the baseline's first ``base`` updates are trained again (same seed and flags) to rebuild
+it; the archived baseline itself is not replaced.
 """
 
 import json
@@ -87,6 +96,7 @@ class Plan:
     save_interval: int = 250
     threads: int = 2  # OMP threads of the one running child
     beam: int = 5
+    archive: Optional[str] = None  # committed copy of finished runs (module docstring)
 
     @classmethod
     def load(cls, path, root=ROOT) -> "Plan":
@@ -99,13 +109,15 @@ class Plan:
             studies = [Study(**spec) for spec in raw["studies"]]
             plan = cls(pairs=pairs, systems=systems, studies=studies, seeds=raw["seeds"],
                        base_updates=raw["updates"]["base"], more_updates=raw["updates"]["more"],
-                       train=raw["train"], **{k: raw[k] for k in ("save_interval", "threads", "beam")
+                       train=raw["train"], **{k: raw[k] for k in ("save_interval", "threads", "beam", "archive")
                                               if k in raw})
         except (KeyError, TypeError) as err:
             raise PipelineError(f"{path}: not a valid plan ({err})") from None
         for pair in plan.pairs.values():
             if not Path(pair.raw).is_absolute():
                 pair.raw = str((Path(root) / pair.raw).resolve())
+        if plan.archive is not None and not Path(plan.archive).is_absolute():
+            plan.archive = str((Path(root) / plan.archive).resolve())
         plan.validate(path)
         return plan
 
@@ -163,6 +175,10 @@ class Run:
     def baseline_directory(self, out: Path) -> Path:
         return out / self.study.name / self.pair.name / f"{self.study.systems[0]}@{self.seed}"
 
+    @property
+    def hyp_name(self) -> str:
+        return f"{self.system.name}@{self.seed}.test.{self.pair.tgt}"
+
 
 class Runner:
     """Executes a plan under ``out``; see the module docstring."""
@@ -176,7 +192,44 @@ class Runner:
         return self.out / "data" / pair.name
 
     def results_path(self, study: Study, pair: Pair, suffix: str) -> Path:
-        return self.out / "results" / f"{study.name}.{pair.name}.{suffix}"
+        root = Path(self.plan.archive) if self.plan.archive else self.out
+        return root / "results" / f"{study.name}.{pair.name}.{suffix}"
+
+    def archived(self, run: Run) -> Optional[Path]:
+        """The run's archive directory if the run is archived (decoded and copied), else None."""
+        if not self.plan.archive:
+            return None
+        d = run.directory(Path(self.plan.archive))
+        return d if (d / "test.json").is_file() and (d / run.hyp_name).is_file() else None
+
+    def decoded(self, run: Run) -> Optional[Path]:
+        """The hypotheses of a decoded run, from the archive or from ``out``; None if not yet."""
+        archived = self.archived(run)
+        if archived is not None:
+            return archived / run.hyp_name
+        d = run.directory(self.out)
+        return d / run.hyp_name if (d / "test.json").is_file() and (d / run.hyp_name).is_file() \
+            else None
+
+    def archive(self, run: Run):
+        """Copy a decoded run's small outputs into the archive (last file written: test.json)."""
+        if not self.plan.archive or self.dry_run:
+            return
+        src, dst = run.directory(self.out), run.directory(Path(self.plan.archive))
+        dst.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src / "train.done", dst / "train.json")
+        with open(src / "train.log", encoding="utf-8", errors="replace") as f, \
+                open(dst / "curve.jsonl", "w", encoding="utf-8") as curve:
+            for line in f:
+                parsed = parse_record(line)
+                if parsed and parsed[0] in ("train_inner", "valid"):
+                    curve.write(json.dumps({"kind": parsed[0], **parsed[1]}) + "\n")
+        shutil.copyfile(src / run.hyp_name, dst / run.hyp_name)
+        with open(src / "test.json", encoding="utf-8") as f:
+            report = json.load(f)
+        for system in report.get("systems", []):
+            system["hyp_file"] = run.hyp_name  # relative to the archived run
+        (dst / "test.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
 
     # ------------------------------------------------------------------ children
     def _child(self, cmd, log: Path, progress=None):
@@ -266,8 +319,7 @@ class Runner:
         elif run.system.warm_from is not None and not (save / "checkpoint_last.pt").is_file():
             source = run.baseline_directory(self.out) / "checkpoint_base.pt"
             if not source.is_file() and not self.dry_run:
-                raise PipelineError(f"{run.key}: warm start needs {source} (train the "
-                                    f"baseline first)")
+                self.rebuild_base(run, data, source)
             cmd = [self.python, SCRIPTS / "warm_start.py", "--base", source, "--arch",
                    run.system.arch, "--criterion", run.system.criterion, "--data", data,
                    "--out", save / "checkpoint_last.pt"]
@@ -284,10 +336,24 @@ class Runner:
                 f.write(json.dumps(summary) + "\n")
         return save
 
+    def rebuild_base(self, run: Run, data: Path, source: Path):
+        """Train the study baseline's first ``base`` updates again (its run is archived, its
+        checkpoints gone) so that ``run`` can warm-start from them."""
+        baseline = Run(study=run.study, pair=run.pair, seed=run.seed,
+                       system=self.plan.systems[run.study.systems[0]])
+        if self.archived(baseline) is None:
+            raise PipelineError(f"{run.key}: warm start needs {source} (train the baseline "
+                                f"first)")
+        save = source.parent
+        print(f"[rebuild] {baseline.key}: its first {self.plan.base_updates} updates again, "
+              f"for {run.key}'s warm start", flush=True)
+        self._fairseq_train(baseline, data, save, self.plan.base_updates)
+        shutil.copyfile(save / "checkpoint_last.pt", source)
+
     def decode(self, run: Run, data: Path, save: Path) -> Path:
         """Decode the test split with checkpoint_best.pt once; returns the hypotheses file."""
         report = save / "test.json"
-        hyp = save / f"{run.system.name}@{run.seed}.test.{run.pair.tgt}"
+        hyp = save / run.hyp_name
         if report.is_file() and hyp.is_file():
             return hyp
         cmd = [self.python, SCRIPTS / "evaluate_bleu.py", "--data", data, "--cpu",
@@ -304,13 +370,15 @@ class Runner:
         for name in study.systems:
             for seed in self.plan.seeds:
                 run = Run(study=study, pair=pair, system=self.plan.systems[name], seed=seed)
-                report = run.directory(self.out) / "test.json"
-                if report.is_file():
-                    with open(report, encoding="utf-8") as f:
-                        hyps.append(f"{name}@{seed}={json.load(f)['systems'][0]['hyp_file']}")
+                if run.system.pairs is not None and pair.name not in run.system.pairs:
+                    continue
+                hyp = self.decoded(run)
+                if hyp is not None:
+                    hyps.append(f"{name}@{seed}={hyp}")
         if len(hyps) < 1 or not hyps[0].startswith(f"{study.systems[0]}@"):
             return
         out_json = self.results_path(study, pair, "json")
+        out_json.parent.mkdir(parents=True, exist_ok=True)
         cmd = [self.python, SCRIPTS / "evaluate_bleu.py", "--data", data,
                "--ref", Path(pair.raw) / f"test.{pair.tgt}", "--json", out_json,
                "--hyp-dir", out_json.parent]
@@ -329,7 +397,8 @@ class Runner:
         rows = []
         for run in self.plan.runs():
             d = run.directory(self.out)
-            state = ("decoded" if (d / "test.json").is_file() else
+            state = ("archived" if self.archived(run) is not None else
+                     "decoded" if (d / "test.json").is_file() else
                      "trained" if (d / "train.done").is_file() else
                      "started" if (d / "checkpoint_last.pt").is_file() else "todo")
             rows.append({"run": run.key, "state": state})
@@ -343,11 +412,14 @@ class Runner:
             if only and only not in run.key:
                 continue
             save = run.directory(self.out)
+            if self.archived(run) is not None:
+                continue
             if (save / "test.json").is_file():
                 results = self.results_path(run.study, run.pair, "json")
-                if (not results.is_file() or
+                if (self.plan.archive or not results.is_file() or
                         results.stat().st_mtime < (save / "test.json").stat().st_mtime):
-                    # killed between a decode and the table
+                    # killed between a decode and the archive or the table
+                    self.archive(run)
                     self.pooled_report(run.study, run.pair, self.prepare(run.pair))
                 continue
             if limit is not None and trained >= limit:
@@ -358,5 +430,6 @@ class Runner:
                 trained += 1
             self.train(run, data)
             self.decode(run, data, save)
+            self.archive(run)
             self.pooled_report(run.study, run.pair, data)  # results as they come
         print("plan complete" if not only else f"runs matching {only!r} complete", flush=True)

@@ -19,7 +19,7 @@ from ssan_plugin.experiments import Plan, Runner
 SCRIPT = ROOT / "scripts" / "run_experiments.py"
 
 
-def write_plan(path, corpus, seeds=(1,)):
+def write_plan(path, corpus, seeds=(1,), archive=None):
     plan = {
         "seeds": list(seeds), "updates": {"base": 4, "more": 2}, "save_interval": 2, "threads": 1,
         "beam": 2,
@@ -33,6 +33,8 @@ def write_plan(path, corpus, seeds=(1,)):
                           "criterion": "selective_label_smoothed_cross_entropy"}},
         "studies": [{"name": "s", "pairs": ["tiny"], "systems": ["baseline", "ssan_warm"]}],
     }
+    if archive is not None:
+        plan["archive"] = str(archive)
     path.write_text(json.dumps(plan), encoding="utf-8")
     return path
 
@@ -53,7 +55,7 @@ def updates_of(checkpoint):
 @pytest.fixture(scope="module")
 def experiment(tiny_corpus, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("experiments")
-    plan = write_plan(tmp / "plan.json", tiny_corpus)
+    plan = write_plan(tmp / "plan.json", tiny_corpus, archive=tmp / "archive")
     out = tmp / "out"
     # start, then kill the whole process group as soon as the baseline has its base checkpoint
     proc = subprocess.Popen([sys.executable, str(SCRIPT), "--plan", str(plan), "--out", str(out)],
@@ -97,16 +99,65 @@ def test_warm_start_continues_from_base_checkpoint(experiment):
 
 def test_results_and_skip(experiment):
     plan, out, _, _ = experiment
-    report = json.loads((out / "results" / "s.tiny.json").read_text(encoding="utf-8"))
+    results = out.parent / "archive" / "results"
+    report = json.loads((results / "s.tiny.json").read_text(encoding="utf-8"))
     assert [s["name"] for s in report["systems"]] == ["baseline@1", "ssan_warm@1"]
     assert report["systems"][1]["compared_with"] == "baseline@1"
-    assert (out / "results" / "s.tiny.md").read_text(encoding="utf-8").startswith("| system |")
+    assert (results / "s.tiny.md").read_text(encoding="utf-8").startswith("| system |")
     lines = (out / "runs.jsonl").read_text(encoding="utf-8").splitlines()
     assert sorted(json.loads(x)["run"] for x in lines) == ["s/tiny/baseline@1",
                                                            "s/tiny/ssan_warm@1"]
     before = (out / "runs.jsonl").stat().st_mtime_ns
     again = runner(plan, out)
     assert "train " not in again.stderr and (out / "runs.jsonl").stat().st_mtime_ns == before
+
+
+def test_archive_holds_each_finished_run(experiment):
+    """The archive keeps, per run, the training summary, fairseq's train/valid records, the
+    test report (hypotheses path relative to the run) and the hypotheses, equal to the run's."""
+    _, out, _, _ = experiment
+    for name in ("baseline@1", "ssan_warm@1"):
+        run, kept = out / "s" / "tiny" / name, out.parent / "archive" / "s" / "tiny" / name
+        hyp = f"{name}.test.tgt"
+        assert (kept / hyp).read_bytes() == (run / hyp).read_bytes()
+        report = json.loads((kept / "test.json").read_text(encoding="utf-8"))
+        assert report["systems"][0]["hyp_file"] == hyp
+        assert json.loads((kept / "train.json").read_text()) == json.loads(
+            (run / "train.done").read_text())
+        curve = [json.loads(x) for x in (kept / "curve.jsonl").read_text().splitlines()]
+        assert "valid" in {r["kind"] for r in curve}  # (6 updates: no train_inner interval)
+        assert {r["kind"] for r in curve} <= {"train_inner", "valid"}
+        assert max(int(r["valid_num_updates"]) for r in curve if r["kind"] == "valid") == 6
+    assert not list((out.parent / "archive").rglob("*.pt"))
+
+
+def test_fresh_clone_continues_from_the_archive(experiment, tmp_path):
+    """A new OUT (a fresh clone has no runs/) counts archived runs as done; a warm-started
+    run whose baseline is archived but whose checkpoints are gone rebuilds the baseline's
+    checkpoint at `base` updates and continues from it; the archived baseline is kept."""
+    plan, out, _, _ = experiment
+    archive = out.parent / "archive"
+    status = runner(plan, tmp_path / "fresh", "--status").stdout
+    assert "archived s/tiny/baseline@1" in status and "2/2 runs done" in status
+    again = runner(plan, tmp_path / "fresh")
+    assert "train " not in again.stderr and not (tmp_path / "fresh" / "s").exists()
+
+    kept = (archive / "s" / "tiny" / "baseline@1" / "baseline@1.test.tgt").read_bytes()
+    moved = tmp_path / "ssan_warm_archived"
+    (archive / "s" / "tiny" / "ssan_warm@1").rename(moved)
+    try:
+        done = runner(plan, tmp_path / "fresh")
+        assert "[rebuild] s/tiny/baseline@1" in done.stdout
+        base = tmp_path / "fresh" / "s" / "tiny" / "baseline@1" / "checkpoint_base.pt"
+        assert updates_of(base)[0] == 4
+        warm_log = (tmp_path / "fresh" / "s" / "tiny" / "ssan_warm@1" / "train.log").read_text()
+        assert "@ 4 updates" in warm_log
+        assert (archive / "s" / "tiny" / "ssan_warm@1" / "test.json").is_file()
+        assert (archive / "s" / "tiny" / "baseline@1" / "baseline@1.test.tgt").read_bytes() == kept
+        assert not (tmp_path / "fresh" / "s" / "tiny" / "baseline@1" / "train.done").exists()
+    finally:
+        if not (archive / "s" / "tiny" / "ssan_warm@1").exists():
+            moved.rename(archive / "s" / "tiny" / "ssan_warm@1")
 
 
 def test_pooled_table_over_seeds(experiment, tmp_path, tiny_corpus):

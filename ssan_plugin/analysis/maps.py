@@ -15,9 +15,12 @@ What each encoder layer kind gives (:func:`layer_kinds`):
   map, one "head" with ``selected[i, j] = head_i and dependent_j and i != j`` (the pairs that
   attend each other through the selected-token attention; unselected heads use the mean of
   the other tokens instead). Its multi-dimensional attention is not recorded.
-- ``disan``, ``biblosan``: multi-dimensional attention (one weight per feature) computed
-  block-wise without ever storing it: not available here; asking for attention from a model
-  with such layers raises :class:`UnsupportedEncoder` naming the layer.
+- ``disan``, ``biblosan``: multi-dimensional attention, one weight per feature, which the
+  layer computes block-wise without storing it. A forward hook recomputes the weights from the
+  layer's input (``attention_maps`` of the module) and keeps their mean over the features, as
+  "heads": DiSAN 2 (forward, backward), Bi-BloSAN 4 (forward intra-block, forward inter-block,
+  backward intra-block, backward inter-block; the inter-block map spreads a block's weight
+  over its tokens by the source2token weights). Names in ``HEAD_NAMES``.
 
 All maps are returned per sentence with pads removed (positions = the sentence's pieces,
 ``</s>`` last), on CPU.
@@ -38,6 +41,8 @@ from ..modules.selective_attention import SelectiveMultiheadAttention
 from .selection import collate, run_encoder
 
 KINDS = ("san", "ssan", "resa", "disan", "biblosan")
+#: what each "head" of a multi-dimensional layer's attention map is
+HEAD_NAMES = {"disan": DiSANAttention.map_names, "biblosan": BiBloSANAttention.map_names}
 
 
 class UnsupportedEncoder(ValueError):
@@ -73,26 +78,23 @@ def layer_kinds(model) -> Dict[int, str]:
     return {i: layer_kind(self_attention(layer)) for i, layer in enumerate(encoder_layers(model))}
 
 
-def require_attention(model) -> Dict[int, str]:
-    """The layer kinds, or UnsupportedEncoder if some layer's attention cannot be recorded."""
-    kinds = layer_kinds(model)
-    bad = {i: k for i, k in kinds.items() if k in ("disan", "biblosan")}
-    if bad:
-        layer, kind = next(iter(bad.items()))
-        raise UnsupportedEncoder(
-            f"encoder layer {layer} is a {kind} layer: its multi-dimensional attention (one "
-            f"weight per feature) is never stored, so attention maps are available only for "
-            f"transformer (san), ssan and resa layers")
-    return kinds
-
-
 @contextmanager
 def recording_attention(model):
-    """Within the block, each ``MultiheadAttention`` encoder layer (san, ssan) records its
-    per-head attention weights of every forward into the yielded dict {layer: (B, h, T, S)}."""
+    """Within the block, each encoder layer with attention weights records them at every
+    forward into the yielded dict {layer: (B, h, T, S)}: ``MultiheadAttention`` layers (san,
+    ssan) per head, DiSAN and Bi-BloSAN layers as feature means (module doc)."""
     records: Dict[int, Tensor] = {}
     handles = []
     flags = []
+
+    def make_multidim_hook(index):
+        def hook(module, args, kwargs, output):
+            query = kwargs["query"] if "query" in kwargs else args[0]
+            pad = kwargs.get("key_padding_mask")
+            pad = None if pad is None else pad.to(query.device).bool()
+            with torch.no_grad():
+                records[index] = module.attention_maps(query.transpose(0, 1), pad).float()
+        return hook
 
     def pre_hook(module, args, kwargs):
         kwargs = dict(kwargs)
@@ -110,6 +112,10 @@ def recording_attention(model):
     try:
         for index, layer in enumerate(encoder_layers(model)):
             attn = self_attention(layer)
+            if isinstance(attn, (DiSANAttention, BiBloSANAttention)):
+                handles.append(attn.register_forward_hook(make_multidim_hook(index),
+                                                          with_kwargs=True))
+                continue
             if not isinstance(attn, MultiheadAttention):
                 continue
             flags.append((attn, attn.skip_embed_dim_check))
@@ -129,7 +135,8 @@ class SentenceMaps:
     """One sentence's maps, pads removed; n = its length in pieces (``</s>`` included).
 
     selection: {layer: bool (h, n, n)} pair selection (ssan; resa as one pair map);
-    attention: {layer: float (h, n, n)} attention weights (san, ssan);
+    attention: {layer: float (h, n, n)} attention weights (san, ssan; disan and biblosan:
+        feature means, "heads" named in HEAD_NAMES);
     token_selection: {layer: bool (2, n)} (resa: row 0 heads/queries, row 1 dependents/keys);
     states: the embedding layer's and every layer's output, (L + 1, n, C), if asked for."""
 
@@ -150,7 +157,7 @@ def batch_maps(model, src_tokens: Tensor, src_lengths: Tensor, pad_idx: int,
                attention: bool = True, states: bool = False) -> List[SentenceMaps]:
     """The maps of each sentence of a padded batch (pads removed, either padding side)."""
     if attention:
-        require_attention(model)
+        layer_kinds(model)  # UnsupportedEncoder for an unknown layer
     with recording_attention(model) if attention else _nothing() as weights:
         out = run_encoder(model, src_tokens, src_lengths, return_all_hiddens=states)
     keep = src_tokens.ne(pad_idx)
@@ -216,8 +223,11 @@ def maps_json(pieces: Sequence[str], maps: SentenceMaps, kinds: Dict[int, str],
         entry = {"layer": layer, "kind": kinds[layer], "heads": []}
         sel, att = maps.selection.get(layer), maps.attention.get(layer)
         n_heads = max(t.size(0) for t in (sel, att) if t is not None) if (sel is not None or att is not None) else 0
+        names = HEAD_NAMES.get(kinds[layer])
         for h in range(n_heads):
             head = {"head": h, "pieces": list(pieces)}
+            if names is not None:
+                head["name"] = names[h]
             if sel is not None and h < sel.size(0):
                 head["selection"] = sel[h].int().tolist()
             if att is not None:
@@ -248,9 +258,11 @@ def grid_size_inches(rows: int, cols: int, n: int):
 
 
 def plot_grid(panels: Dict[int, Tensor], pieces: Sequence[str], path, what: str,
-              title: Optional[str] = None, vmax: float = 1.0):
+              title: Optional[str] = None, vmax: float = 1.0,
+              kinds: Optional[Dict[int, str]] = None):
     """Write a PNG: a grid of heat maps, one row per layer (sorted), one column per head,
-    cell (query, key), axes labelled with the pieces. ``panels``: {layer: (h, n, n)}.
+    cell (query, key), axes labelled with the pieces. ``panels``: {layer: (h, n, n)};
+    ``kinds`` (layer kinds): heads of DiSAN/Bi-BloSAN layers titled by their HEAD_NAMES.
     The image is exactly ``grid_size_inches(layers, max heads, n) * DPI`` pixels.
     Returns (rows, cols)."""
     import matplotlib
@@ -278,7 +290,8 @@ def plot_grid(panels: Dict[int, Tensor], pieces: Sequence[str], path, what: str,
                 continue
             image = ax.imshow(data[c].float().numpy(), vmin=0, vmax=vmax, cmap="viridis",
                               interpolation="nearest")
-            ax.set_title(f"layer {layer} head {c}", fontsize=8)
+            names = HEAD_NAMES.get((kinds or {}).get(layer))
+            ax.set_title(f"layer {layer} " + (names[c] if names else f"head {c}"), fontsize=8)
             ax.set_xticks(range(n))
             ax.set_yticks(range(n))
             ax.set_xticklabels(pieces, rotation=90, fontsize=5)

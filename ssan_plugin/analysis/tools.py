@@ -38,7 +38,8 @@ def show_selection(inp: AnalysisInput, lines: Sequence[str], out_dir) -> List[Pa
             if panels:
                 png = out_dir / f"sent{k}_{what}.png"
                 vmax = 1.0 if what == "selection" else max(float(t.max()) for t in panels.values()) or 1.0
-                plot_grid(panels, enc.pieces, png, what, title=f"{what}: {line[:80]}", vmax=vmax)
+                plot_grid(panels, enc.pieces, png, what, title=f"{what}: {line[:80]}", vmax=vmax,
+                          kinds=kinds)
                 written.append(png)
     return written
 
@@ -103,7 +104,7 @@ def induce_trees(inp: AnalysisInput, conll) -> dict:
     for s, enc, maps in zip(sentences, encoded, _maps(inp, [e.tokens for e in encoded])):
         if not maps.attention:
             raise PipelineError("the model records no attention weights (resa layers only?): "
-                                "tree induction needs transformer or ssan layers")
+                                "tree induction needs transformer, ssan, disan or biblosan layers")
         for i, (layer, att) in enumerate(sorted(maps.attention.items())):
             words = to_words(att.mean(0), enc.word_index, len(s.words)).numpy()
             score_spans(s, words, scores.setdefault(layer, SpanScore()), baseline if i == 0 else None)

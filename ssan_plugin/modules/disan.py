@@ -19,7 +19,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
-from .multidim_attention import ATTENTION_IMPLEMENTATIONS, DIRECTIONS
+from .multidim_attention import ATTENTION_IMPLEMENTATIONS, DIRECTIONS, multidim_attention_probs
 from .variant_self_attention import VariantSelfAttention
 
 
@@ -81,6 +81,13 @@ class DirectionalSelfAttention(nn.Module):
             q_pos=q_pos, k_pos=k_pos, query_ok=query_ok, query_block=self.query_block,
         )
 
+    def attention_map(self, x: Tensor, pad: Optional[Tensor] = None) -> Tensor:
+        """(B, T, T): the token2token weights P_ij averaged over the features (analysis; rows
+        of queries with no allowed key and columns of pads are zero)."""
+        h = self.features(x)
+        return multidim_attention_probs(self.key_proj(h), self.query_proj(h), valid_weight(x, pad),
+                                        self.direction, self.c).mean(-1)
+
     def fuse(self, h: Tensor, s: Tensor) -> Tensor:
         gate = torch.sigmoid(self.gate(torch.cat([s, h], dim=-1)))
         return gate * h + (1.0 - gate) * s
@@ -102,5 +109,11 @@ class DiSANAttention(VariantSelfAttention):
         self.fw = DirectionalSelfAttention(embed_dim, half, "fw", c, implementation, query_block, names)
         self.bw = DirectionalSelfAttention(embed_dim, half, "bw", c, implementation, query_block, names)
 
+    map_names = ("forward", "backward")
+
     def encode(self, x: Tensor, pad: Optional[Tensor]) -> Tensor:
         return torch.cat([self.fw(x, pad), self.bw(x, pad)], dim=-1)
+
+    def attention_maps(self, x: Tensor, pad: Optional[Tensor]) -> Tensor:
+        """(B, 2, T, T): the forward and the backward DiSA's weights, averaged over features."""
+        return torch.stack([self.fw.attention_map(x, pad), self.bw.attention_map(x, pad)], dim=1)

@@ -190,6 +190,28 @@ def multidim_attention_naive(
 ATTENTION_IMPLEMENTATIONS = {"blocked": multidim_attention, "naive": multidim_attention_naive}
 
 
+@torch.no_grad()
+def multidim_attention_probs(
+    a: Tensor,
+    q: Tensor,
+    key_weight: Tensor,
+    direction: str,
+    c: float = 5.0,
+    q_pos: Optional[Tensor] = None,
+    k_pos: Optional[Tensor] = None,
+    query_ok: Optional[Tensor] = None,
+) -> Tensor:
+    """The attention weights P, (N, T, S, D) float32/64, no gradient (analysis only: the whole
+    tensor at once). ``sum_j P[:, i, j] * v_j`` is the output s_i of :func:`multidim_attention`
+    for any v; a row without an allowed key is all zero."""
+    with torch.autocast(device_type=q.device.type, enabled=False):
+        a, q, _, key_weight, q_pos, k_pos = _prepare(a, q, q, key_weight, q_pos, k_pos, direction)
+        w = _allowed(q_pos, k_pos, direction, key_weight, query_ok, 0, q.size(1))
+        e = torch.exp(c * torch.tanh((a.unsqueeze(1) + q.unsqueeze(2)) / c)) * w.unsqueeze(-1)
+        den = e.sum(2, keepdim=True)
+        return e / torch.where(den > 0, den, torch.ones_like(den))
+
+
 class Source2Token(nn.Module):
     """Multi-dimensional source2token attention: (N, T, D) -> (N, D).
 
@@ -204,6 +226,11 @@ class Source2Token(nn.Module):
         self.score = nn.Linear(hidden if hidden > 0 else dim, dim)
 
     def forward(self, x: Tensor, pad: Optional[Tensor] = None) -> Tensor:
+        return (self.weights(x, pad) * at_least_float32(x)).sum(1).to(x.dtype)
+
+    def weights(self, x: Tensor, pad: Optional[Tensor] = None) -> Tensor:
+        """P, (N, T, D) in float32 or wider: per feature, a distribution over the non-pad
+        tokens (all zero for an all-pad row)."""
         h = F.elu(self.hidden(x)) if self.hidden is not None else x
         scores = at_least_float32(self.score(h))
         if pad is not None:
@@ -212,5 +239,4 @@ class Source2Token(nn.Module):
         row_max = torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max))
         e = torch.exp(scores - row_max)  # exp(-inf) = 0 at pads
         den = e.sum(1, keepdim=True)
-        p = e / torch.where(den > 0, den, torch.ones_like(den))
-        return (p * at_least_float32(x)).sum(1).to(x.dtype)
+        return e / torch.where(den > 0, den, torch.ones_like(den))

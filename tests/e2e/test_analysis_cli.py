@@ -169,3 +169,29 @@ def test_script_in_a_subprocess_prints_one_line(setup, tmp_path):
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1].startswith("induce_trees.py: error: missing CoNLL file")
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("arch,names", [
+    ("disan_transformer", ["forward", "backward"]),
+    ("biblosan_transformer", ["forward intra-block", "forward inter-block",
+                              "backward intra-block", "backward inter-block"])])
+def test_multidim_encoders_show_attention_and_induce_trees(setup, tmp_path, arch, names):
+    """DiSAN / Bi-BloSAN: show_selection.py writes their feature-averaged attention (named
+    "heads", rows of a distribution or zero) and no selection; induce_trees.py scores them."""
+    checkpoint = train_tiny(setup["data"], arch, tmp_path / "ck", 4, 1,
+                            "--max-source-positions", MAX_POSITIONS)
+    args = ["--data", str(setup["data"]), "--checkpoint", str(checkpoint)]
+    sentence = min((setup["raw"] / "test.src").read_text().splitlines(), key=len)
+    assert SHOW.main([*args, "--sentence", sentence, "--out", str(tmp_path / "maps")]) == 0
+    (layer,) = json.loads((tmp_path / "maps" / "sent1.json").read_text())["layers"]
+    assert layer["kind"] == arch.split("_")[0] and [h["name"] for h in layer["heads"]] == names
+    for head in layer["heads"]:
+        assert "selection" not in head
+        for row in head["attention"]:
+            assert sum(row) == pytest.approx(1, abs=1e-4) or sum(row) == 0
+    assert (tmp_path / "maps" / "sent1_attention.png").is_file()
+    assert not (tmp_path / "maps" / "sent1_selection.png").exists()
+    out = tmp_path / "t.json"
+    assert TREES.main([*args, "--conll", str(setup["conll"]), "--json", str(out)]) == 0
+    (scores,) = json.loads(out.read_text())["layers"]
+    assert scores["gold"] == 4 * 7 and scores["predicted"] == 4 * 7 and 0 <= scores["f1"] <= 100

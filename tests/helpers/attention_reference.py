@@ -41,6 +41,30 @@ def direct_attention(hk, hq, key_proj, query_w, query_b, valid_keys, direction, 
     return torch.stack(rows)
 
 
+def direct_attention_weights(hk, hq, key_proj, query_w, query_b, valid_keys, direction):
+    """P, (len(hq), len(hk), D): per query and feature, softmax over the allowed keys of
+    c tanh((W1 h_j + W2 h_i + b) / c); 0 at keys not allowed and in rows without a key."""
+    p = torch.zeros(len(hq), len(hk), hk.size(-1), dtype=hk.dtype)
+    for i, hi in enumerate(hq):
+        keys = [j for j in range(len(hk)) if valid_keys[j] and allowed(i, j, direction)]
+        if keys:
+            f = torch.stack([C_SCALE * torch.tanh((key_proj @ hk[j] + query_w @ hi + query_b) / C_SCALE)
+                             for j in keys])
+            p[i, keys] = torch.softmax(f, dim=0)
+    return p
+
+
+def direct_disa_weights(block: DirectionalSelfAttention, x, pad):
+    """(B, T, T): DiSA's P averaged over features, one sentence at a time."""
+    out = []
+    for b in range(x.size(0)):
+        valid = [not bool(pad[b, t]) for t in range(x.size(1))]
+        h = F.elu(x[b] @ block.fc_h.weight.T + block.fc_h.bias)
+        out.append(direct_attention_weights(h, h, block.key_proj.weight, block.query_proj.weight,
+                                            block.query_proj.bias, valid, block.direction).mean(-1))
+    return torch.stack(out)
+
+
 def direct_disa(block: DirectionalSelfAttention, x, pad):
     """DiSA of DESIGN section 2, one sentence at a time."""
     out = []
@@ -134,6 +158,44 @@ def direct_mblosa(m: MaskedBlockSelfAttention, x, pad, r):
         gate = torch.sigmoid(cat @ m.fusion_gate.weight.T + m.fusion_gate.bias)
         u = gate * fused + (1 - gate) * xd
         out.append(u * torch.tensor(valid, dtype=u.dtype).unsqueeze(-1))
+    return torch.stack(out)
+
+
+def direct_mblosa_weights(m: MaskedBlockSelfAttention, x, pad, r):
+    """(B, 2, T, T) with explicit blocks: [intra-block P averaged over features; for query i
+    and token j, mean_d P_inter(block(i), block(j), d) * P_s2t(j, d)]."""
+    direction = m.intra.direction
+    out = []
+    for b in range(x.size(0)):
+        length = x.size(1)
+        valid = [not bool(pad[b, t]) for t in range(length)]
+        xd = F.elu(x[b] @ m.fc.weight.T + m.fc.bias)
+        blocks = [list(range(start, min(start + r, length))) for start in range(0, length, r)]
+        intra = torch.zeros(length, length, dtype=x.dtype)
+        s2t, v_rows, block_valid = torch.zeros(length, xd.size(-1), dtype=x.dtype), [], []
+        for blk in blocks:
+            hb = xd[blk]
+            bvalid = [valid[t] for t in blk]
+            w = direct_attention_weights(hb, hb, m.intra.key_proj.weight, m.intra.query_proj.weight,
+                                         m.intra.query_proj.bias, bvalid, direction)
+            intra[blk[0]:blk[-1] + 1, blk[0]:blk[-1] + 1] = w.mean(-1)
+            s = direct_attention(hb, hb, m.intra.key_proj.weight, m.intra.query_proj.weight,
+                                 m.intra.query_proj.bias, bvalid, direction)
+            h = s * torch.tensor(bvalid, dtype=s.dtype).unsqueeze(-1)
+            tokens = [n for n, ok in enumerate(bvalid) if ok]
+            if tokens:
+                scores = torch.stack([m.source2token.score.weight @ h[n] + m.source2token.score.bias
+                                      for n in tokens])
+                s2t[[blk[n] for n in tokens]] = torch.softmax(scores, dim=0)
+            v_rows.append(direct_source2token(m.source2token, h.unsqueeze(0),
+                                              torch.tensor([[not ok for ok in bvalid]]))[0])
+            block_valid.append(any(bvalid))
+        v = torch.stack(v_rows)
+        p_inter = direct_attention_weights(v, v, m.inter.key_proj.weight, m.inter.query_proj.weight,
+                                           m.inter.query_proj.bias, block_valid, direction)
+        inter = torch.stack([torch.stack([(p_inter[i // r, j // r] * s2t[j]).mean()
+                                          for j in range(length)]) for i in range(length)])
+        out.append(torch.stack([intra, inter]))
     return torch.stack(out)
 
 

@@ -5,7 +5,7 @@ import pytest
 import torch
 from helpers.fairseq_setup import build
 
-from ssan_plugin.analysis.maps import (UnsupportedEncoder, batch_maps, grid_size_inches,
+from ssan_plugin.analysis.maps import (batch_maps, grid_size_inches,
                                        layer_kinds, maps_json, plot_grid, recording_attention,
                                        resa_pair_selection, sentence_maps, to_words)
 from ssan_plugin.analysis.selection import collate, run_encoder, selection_maps
@@ -166,14 +166,44 @@ def test_resa_token_selection_becomes_a_pair_map(tiny_bin):
     assert resa_pair_selection(hand)[0].int().tolist() == [[0, 1, 0], [0, 0, 0], [1, 1, 0]]
 
 
-def test_disan_attention_is_refused_by_name(tiny_bin):
-    task, model, _ = build(tiny_bin, ["--arch", "disan_transformer", *CRITERION])
+@pytest.mark.parametrize("arch,heads", [("disan_transformer", 2), ("biblosan_transformer", 4)])
+def test_multidim_maps_equal_the_layers_own_weights(tiny_bin, arch, heads):
+    """DiSAN / Bi-BloSAN: per layer the module's feature-mean weights of that layer's input
+    (the sentence alone, batch 1, recorded by a hook here), whatever the batch and padding;
+    the "heads" are named in maps_json; layer outputs are still available."""
+    torch.manual_seed(0)
+    task, model, _ = build(tiny_bin, ["--arch", arch, *CRITERION])
+    model.eval()
     pad = task.source_dictionary.pad()
-    with pytest.raises(UnsupportedEncoder, match="encoder layer 0 is a disan layer"):
-        list(sentence_maps(model.eval(), sentences(task), pad))
-    # layer outputs are still available
-    m = next(sentence_maps(model, sentences(task)[:1], pad, attention=False, states=True))
-    assert m.states is not None and m.attention == {}
+    sents = sentences(task)
+    together = list(sentence_maps(model, sents, pad, batch_size=3, states=True))
+    kind = arch.split("_")[0]
+    assert set(layer_kinds(model).values()) == {kind}
+    for s, m in zip(sents, together):
+        inputs = {}
+
+        def grab(index):
+            def hook(module, args, kwargs):
+                inputs[index] = kwargs["query"].detach()
+            return hook
+
+        handles = [layer.self_attn.register_forward_pre_hook(grab(i), with_kwargs=True)
+                   for i, layer in enumerate(model.encoder.layers)]
+        try:
+            tokens, lengths = collate([s], pad, left_pad=True)
+            run_encoder(model, tokens, lengths)
+        finally:
+            for h in handles:
+                h.remove()
+        for i, layer in enumerate(model.encoder.layers):
+            expected = layer.self_attn.attention_maps(inputs[i].transpose(0, 1), None)[0]
+            assert m.attention[i].shape == (heads, len(s), len(s))
+            torch.testing.assert_close(m.attention[i], expected.float(), atol=1e-5, rtol=1e-4)
+        assert m.states is not None and m.selection == {}
+    js = maps_json([str(i) for i in range(len(sents[0]))], together[0], layer_kinds(model))
+    names = [h["name"] for h in js["layers"][0]["heads"]]
+    assert names[:2] == (["forward", "backward"] if kind == "disan" else
+                         ["forward intra-block", "forward inter-block"])
 
 
 def test_to_words_sums_keys_and_averages_queries():

@@ -10,6 +10,7 @@ from ssan_plugin.modules.multidim_attention import (
     Source2Token,
     multidim_attention,
     multidim_attention_naive,
+    multidim_attention_probs,
 )
 
 
@@ -61,3 +62,24 @@ def test_source2token_matches_direct(hidden):
     x = torch.cat([x, torch.randn(1, *x.shape[1:], dtype=x.dtype)]).detach().requires_grad_()
     assert_same(lambda: s2t(x, pad), lambda: direct_source2token(s2t, x, pad), [x] + list(s2t.parameters()))
     assert s2t(x, pad)[-1].abs().max() == 0
+
+
+def test_probs_reproduce_the_output_for_any_values():
+    """sum_j P[:, i, j] v_j equals the attention output for two different v (0/1 key weights,
+    query mask, positions); rows are distributions over the allowed keys or all zero."""
+    gen = torch.Generator().manual_seed(2)
+    n, t, s, d = 2, 6, 5, 3
+    a, q = torch.randn(n, s, d, generator=gen), torch.randn(n, t, d, generator=gen)
+    w = torch.tensor([[1, 0, 1, 1, 0], [0, 0, 0, 0, 1]], dtype=torch.float32)
+    q_ok = torch.tensor([[1, 1, 0, 1, 1, 1], [1, 1, 1, 1, 1, 0]], dtype=torch.bool)
+    for direction in ("fw", "bw", "none"):
+        p = multidim_attention_probs(a, q, w, direction, query_ok=q_ok)
+        assert p.shape == (n, t, s, d) and not p.requires_grad
+        for _ in range(2):
+            v = torch.randn(n, s, d, generator=gen)
+            torch.testing.assert_close((p * v.unsqueeze(1)).sum(2),
+                                       multidim_attention_naive(a, q, v, w, direction, query_ok=q_ok))
+        sums = p.sum(2)
+        assert torch.all(((sums - 1).abs() < 1e-5) | (sums == 0))
+        assert p[~w.bool().unsqueeze(1).expand(n, t, s)].abs().max() == 0
+        assert p[~q_ok].abs().max() == 0

@@ -98,3 +98,37 @@ def test_ewt_prepare_train_san_and_ssan_evaluate(tmp_path):
             for position, column in zip(positions, columns):
                 bio, _ = brackets_to_bio(column)
                 assert bio[position] in ("B-V", "I-V", "B-C-V", "I-C-V")
+
+
+@pytest.mark.parametrize("encoder", ["san", "ssan", "disan", "biblosan", "resa"])
+def test_every_encoder_trains_and_decodes_conll2005(tiny05, tmp_path, encoder):
+    """--srl-encoder for each variant on the CoNLL-2005 words/props layout: fairseq-train
+    (srl_cross_entropy; ReSA's policy gradient in the log), then evaluate_srl.py writes
+    props with every valid predicate and the scorer's numbers."""
+    save = tmp_path / "ckpt"
+    proc = run([str(BIN / "fairseq-train"), str(tiny05), "--user-dir", "ssan_plugin",
+                "--task", "srl", "--arch", "srl_tagger", "--srl-encoder", encoder,
+                "--encoder-embed-dim", "16", "--encoder-ffn-embed-dim", "32",
+                "--encoder-layers", "1", "--encoder-attention-heads", "2",
+                "--criterion", "srl_cross_entropy", "--optimizer", "adam", "--lr", "1e-2",
+                "--required-batch-size-multiple", "1", "--batch-size", "2", "--max-update", "4",
+                "--cpu", "--save-dir", str(save), "--no-epoch-checkpoints", "--log-format",
+                "simple", "--log-interval", "1", "--seed", "1"])
+    log = proc.stdout + proc.stderr
+    assert "done training" in log
+    if encoder == "resa":
+        assert "resa_pg" in log and "resa_head_0" in log
+    if encoder == "ssan":
+        assert "sel_0" in log
+    out = tmp_path / "eval"
+    run([sys.executable, "scripts/evaluate_srl.py", "--data", str(tiny05), "--checkpoint",
+         str(save / "checkpoint_last.pt"), "--subset", "valid", "--gold-props",
+         str(out / "gold.props"), "--pred-props", str(out / "pred.props"), "--json",
+         str(out / "scores.json")])
+    scores = json.loads((out / "scores.json").read_text())
+    assert scores["propositions"] == 3 and scores["sentences"] == 3
+    assert 0.0 <= scores["overall"]["f1"] <= 100.0
+    from ssan_plugin.srl.props import read_props
+
+    pred = read_props(str(out / "pred.props"))
+    assert [len(columns) for _, columns in pred] == [2, 1, 0]

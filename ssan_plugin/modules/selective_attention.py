@@ -216,6 +216,27 @@ def sample_selection(policy_logits: Tensor, tau: float, mode: str, training: boo
     return gumbel_sigmoid_straight_through(policy_logits, tau)
 
 
+#: elements of (B, h, T, S) per chunk of sentences in entropy_sum_no_grad (16 MB of float32)
+ENTROPY_CHUNK_ELEMENTS = 1 << 22
+
+
+@torch.no_grad()
+def entropy_sum_no_grad(policy_logits: Tensor, pair_w: Tensor) -> Tensor:
+    """sum of H(sigmoid(E_p)) * pair_w, no graph: (B, h, T, S) logits, (B, 1, T, S) weights.
+    H(sigmoid(x)) is the logistic loss of x against its own probability, so torch's fused
+    ``binary_cross_entropy_with_logits`` computes the weighted sum in one pass (after the
+    sigmoid); chunks of sentences keep the temporaries small at any length."""
+    bsz = policy_logits.size(0)
+    per_sentence = max(1, policy_logits[:1].numel())
+    step = max(1, ENTROPY_CHUNK_ELEMENTS // per_sentence)
+    total = policy_logits.new_zeros((), dtype=torch.float32)
+    for b in range(0, bsz, step):
+        x = policy_logits[b:b + step].float()
+        total += F.binary_cross_entropy_with_logits(
+            x, torch.sigmoid(x), weight=pair_w[b:b + step].expand_as(x), reduction="sum")
+    return total
+
+
 class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
     """fairseq's MultiheadAttention with a selector: only selected (query, key) pairs attend.
 
@@ -303,10 +324,15 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
             policy_logits.mul_(self.policy_scaling)
         want_weights = need_weights or need_head_weights
         probs_float: Optional[Tensor] = None
+        row_count: Optional[Tensor] = None
         if self.selection == "hard" and not self.training and not want_weights and attn_mask is None:
-            # eval: A = 1[E_p > 0] is a boolean mask; torch's fused attention does the rest
-            select = policy_logits > 0
-            out = self._masked_attention(q, k, v, select, key_padding_mask)
+            # eval: A = 1[E_p > 0] is a boolean mask (pads folded in), applied in place
+            drop = policy_logits <= 0
+            if key_padding_mask is not None:
+                drop |= key_padding_mask.view(bsz, 1, 1, -1).to(torch.bool)
+            out, row_count = self._masked_attention(q, k, v, drop)
+            del drop
+            select = policy_logits > 0 if self.keep_selection else None  # analysis only
         else:
             logits = torch.matmul(q, k.transpose(-1, -2))  # (B, h, T, S)
             if attn_mask is not None:
@@ -324,7 +350,7 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
         out = self.out_proj(out)
 
         if self.report_statistics:
-            self.report_selection(self._statistics(policy_logits, select, key_padding_mask))
+            self.report_selection(self._statistics(policy_logits, select, key_padding_mask, row_count))
 
         weights: Optional[Tensor] = None
         if want_weights:
@@ -333,28 +359,36 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
         return out, weights
 
     @staticmethod
-    def _masked_attention(q: Tensor, k: Tensor, v: Tensor, select: Tensor,
-                          key_padding_mask: Optional[Tensor]) -> Tensor:
-        """Eval-mode selective attention through ``scaled_dot_product_attention``: ``select``
-        (B, h, T, S) bool with the pads folded in is the attention mask (q already scaled);
-        a query with no selected key gets a zero row, as selective_softmax gives. (B, h, T, d)."""
-        mask = select
-        if key_padding_mask is not None:
-            mask = mask & ~key_padding_mask.view(key_padding_mask.size(0), 1, 1, -1).to(torch.bool)
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0)
-        empty = ~mask.any(-1, keepdim=True)
-        if bool(empty.any()):
-            out = out.masked_fill(empty, 0.0)
-        return out
+    def _masked_attention(q: Tensor, k: Tensor, v: Tensor, drop: Tensor):
+        """Eval-mode selective attention: softmax of q k^T (q already scaled) over the keys
+        not in ``drop`` ((B, h, T, S) bool: unselected or pad), then times v; a query with no
+        key left gets a zero row, as selective_softmax gives. Returns the output (B, h, T, d)
+        and the number of keys each query attends, (B, h, T) float32.
+
+        Masking the logits in place costs fewer passes here than handing the boolean mask to
+        ``scaled_dot_product_attention``, which first turns it into an additive float mask."""
+        logits = torch.matmul(q, k.transpose(-1, -2)).float()
+        logits.masked_fill_(drop, float("-inf"))
+        row_count = drop.size(-1) - drop.sum(-1, dtype=torch.float32)
+        probs = torch.softmax(logits, dim=-1)
+        del logits
+        out = torch.matmul(probs.type_as(v), v)
+        empty = row_count == 0
+        if bool(empty.any()):  # softmax over no key gave NaN
+            out.masked_fill_(empty.unsqueeze(-1), 0.0)
+        return out, row_count
 
     def _statistics(
-        self, policy_logits: Tensor, select: Tensor, key_padding_mask: Optional[Tensor]
+        self, policy_logits: Tensor, select: Optional[Tensor], key_padding_mask: Optional[Tensor],
+        row_count: Optional[Tensor] = None,
     ) -> SelectionStats:
         """This forward's record over non-pad (query, key) pairs, all heads (see SelectionStats).
 
+        ``row_count``: selected non-pad keys per query, (B, h, T), when the caller has it
+        (eval); ``select`` may then be None (or the boolean selection, kept for analysis).
         A sentence made only of pads contributes nothing (its denominators are clamped).
         """
-        bsz, h, tgt_len, src_len = select.shape
+        bsz, h, tgt_len, src_len = policy_logits.shape
         dtype = policy_logits.dtype
         if key_padding_mask is None:
             valid = policy_logits.new_ones(bsz, src_len)
@@ -366,7 +400,9 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
         key_w = valid.view(bsz, 1, 1, src_len)
         query_w = valid.view(bsz, 1, tgt_len)
 
-        if select.dtype == torch.bool:  # eval: no gradient, counts straight from the mask
+        if row_count is not None:  # eval: counted while masking
+            pass
+        elif select.dtype == torch.bool:  # no gradient: counts straight from the mask
             row_count = (select & (key_w > 0)).sum(-1, dtype=dtype)
         else:
             row_count = (select * key_w).sum(-1)  # (B, h, T): selected keys per query
@@ -377,13 +413,11 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
         n_pairs = pair_w.sum() * h
         if torch.is_grad_enabled() and self.entropy_gradient:
             entropy_sum = (binary_entropy_from_logits(policy_logits) * pair_w).sum()
-        else:  # no graph: one sentence at a time, so the temporaries stay small
-            with torch.no_grad():
-                entropy_sum = sum((binary_entropy_from_logits(policy_logits[b]) * pair_w[b]).sum()
-                                  for b in range(bsz))
+        else:
+            entropy_sum = entropy_sum_no_grad(policy_logits, pair_w)
         with torch.no_grad():
-            if select.dtype == torch.bool or self.selection == "hard":  # 0/1: the row counts
-                selected = (row_count.detach() * query_w).sum()
+            if select is None or select.dtype == torch.bool or self.selection == "hard":
+                selected = (row_count.detach() * query_w).sum()  # 0/1: the row counts
             else:  # soft: a pair counts as selected when pi > 0.5
                 selected = ((select > 0.5).to(dtype) * pair_w).sum()
         return SelectionStats(
@@ -394,7 +428,8 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
             pair_rate=pair_rate,
             pair_count=pair_count,
             neg_entropy=-entropy_sum / n_pairs.clamp_min(1.0),
-            selection=(select > 0.5 if select.dtype != torch.bool else select) if self.keep_selection else None,
+            selection=(None if not self.keep_selection else
+                       select if select.dtype == torch.bool else select > 0.5),
         )
 
     def upgrade_state_dict_named(self, state_dict, name):

@@ -149,9 +149,9 @@ def test_straight_through_is_binary_and_trains_the_policy():
     attn = layer.self_attn
     original = attn._statistics
 
-    def spy(policy_logits, select, key_padding_mask):
+    def spy(policy_logits, select, key_padding_mask, row_count=None):
         captured["select"] = select
-        return original(policy_logits, select, key_padding_mask)
+        return original(policy_logits, select, key_padding_mask, row_count)
 
     attn._statistics = spy
     out = layer(x, pad)
@@ -192,9 +192,9 @@ def test_statistics_match_direct_count():
     captured = {}
     original = attn._statistics
 
-    def spy(policy_logits, select, key_padding_mask):
+    def spy(policy_logits, select, key_padding_mask, row_count=None):
         captured["policy_logits"] = policy_logits
-        return original(policy_logits, select, key_padding_mask)
+        return original(policy_logits, select, key_padding_mask, row_count)
 
     attn._statistics = spy
     layer(x, pad)

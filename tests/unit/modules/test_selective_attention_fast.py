@@ -177,3 +177,21 @@ def test_decoding_entry_reports_no_records(tiny_bin):
     assert all(m.report_statistics for m in model.modules() if hasattr(m, "report_statistics"))
     with no_selection_statistics(model):
         assert model.encoder(tokens, src_lengths=lengths)["selection_stats"] == []
+
+
+@pytest.mark.parametrize("chunk", [1 << 22, 50])
+def test_entropy_sum_without_graph_equals_the_formula(monkeypatch, chunk):
+    """The fused logistic-loss form of sum H(sigmoid(E_p)) * pair_w equals the direct
+    entropy, in one chunk or sentence by sentence (chunk smaller than one sentence)."""
+    from ssan_plugin.modules import selective_attention as sa
+    from ssan_plugin.modules.selection import binary_entropy_from_logits
+
+    monkeypatch.setattr(sa, "ENTROPY_CHUNK_ELEMENTS", chunk)
+    gen = torch.Generator().manual_seed(3)
+    logits = torch.randn(3, 2, 5, 5, generator=gen, dtype=torch.float64) * 6
+    valid = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [0, 0, 0, 0, 0]], dtype=torch.float64)
+    pair_w = (valid.view(3, 1, 1, 5) * valid.view(3, 1, 5, 1))
+    expected = (binary_entropy_from_logits(logits) * pair_w).sum()
+    got = sa.entropy_sum_no_grad(logits, pair_w)
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got.double(), expected, rtol=1e-6, atol=1e-6)

@@ -8,7 +8,9 @@ Corpora (``--corpus``): ``builtin``, the demo's synthetic corpus (short sentence
 2,600 / 200 / 200 in file order, sentencepiece 4,000), about 30 source pieces a sentence.
 
 Runs alternate (baseline, ssan, baseline, ssan, ...) so that machine noise hits both; each
-measure is the median over repeats. Training words/s is fairseq's own (median of its logged
+measure is the median over repeats. Trainings are repeated ``--repeats`` times; decoding, a
+few seconds per call, is then repeated ``--decode-repeats`` times on the last trained
+checkpoint of each system, alternating systems and decoding modes, in fresh processes. Training words/s is fairseq's own (median of its logged
 intervals, the first skipped); generation sentences/s is fairseq-generate's own count, with free-length decoding and
 with every hypothesis forced to the same length (the same decoding work for both models);
 peak memory is the peak resident set size of each training process (os.wait4), reported both
@@ -106,7 +108,9 @@ def main():
     ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workdir", default="runs/bench")
     ap.add_argument("--updates", type=positive_int, default=200)
-    ap.add_argument("--repeats", type=positive_int, default=2)
+    ap.add_argument("--repeats", type=positive_int, default=2, help="trainings per system")
+    ap.add_argument("--decode-repeats", type=positive_int, default=5,
+                    help="timed decodings per system and mode (alternating)")
     ap.add_argument("--max-tokens", type=positive_int, default=4096)
     ap.add_argument("--json", help="write the measurements here")
     ap.add_argument("--corpus", choices=("builtin", "news"), default="builtin")
@@ -121,7 +125,8 @@ def main():
     results = {name: {"train_wps": [], "peak_rss_mib": [], **{k: [] for k in GENERATION}}
                for name in SYSTEMS}
     jobs = [(r, name) for r in range(args.repeats) for name in SYSTEMS]
-    for rep, name in tqdm(jobs, desc="bench runs"):
+    checkpoints = {}
+    for rep, name in tqdm(jobs, desc="bench trainings"):
         save = work / f"ckpt_{name}_{rep}"  # fresh: never resume an earlier run
         shutil.rmtree(save, ignore_errors=True)
         text, rss = run_measured([
@@ -134,18 +139,25 @@ def main():
         wps = [float(w) for w in re.findall(r"train_inner \|.* wps=([0-9.]+)", text)]
         results[name]["train_wps"].append(statistics.median(wps[1:]))
         results[name]["peak_rss_mib"].append(rss)
-        for key, length_flags in GENERATION.items():
-            gen, _ = run_measured([
-                BIN / "fairseq-generate", data_bin, "--user-dir", ROOT / "ssan_plugin", "--cpu",
-                "--path", save / "checkpoint_last.pt", "--gen-subset", "test", "--beam", 5,
-                "--batch-size", 64, "--required-batch-size-multiple", 1, *length_flags,
-            ])
-            sps = re.search(r"Translated [0-9,]+ sentences .* \(([0-9.]+) sentences/s", gen)
-            if sps is None:
-                sys.exit(f"bench_ssan.py: error: no 'Translated ... sentences/s' line in the output "
-                         f"of fairseq-generate {' '.join(length_flags)}:\n{gen[-2000:]}")
-            results[name][key].append(float(sps.group(1)))
-        shutil.rmtree(save)
+        if name in checkpoints:
+            shutil.rmtree(checkpoints[name].parent)
+        checkpoints[name] = save / "checkpoint_last.pt"
+
+    decodes = [(r, key, name) for r in range(args.decode_repeats) for key in GENERATION
+               for name in SYSTEMS]
+    for _, key, name in tqdm(decodes, desc="bench decodings"):
+        gen, _ = run_measured([
+            BIN / "fairseq-generate", data_bin, "--user-dir", ROOT / "ssan_plugin", "--cpu",
+            "--path", checkpoints[name], "--gen-subset", "test", "--beam", 5,
+            "--batch-size", 64, "--required-batch-size-multiple", 1, *GENERATION[key],
+        ])
+        sps = re.search(r"Translated [0-9,]+ sentences .* \(([0-9.]+) sentences/s", gen)
+        if sps is None:
+            sys.exit(f"bench_ssan.py: error: no 'Translated ... sentences/s' line in the output "
+                     f"of fairseq-generate {' '.join(GENERATION[key])}:\n{gen[-2000:]}")
+        results[name][key].append(float(sps.group(1)))
+    for checkpoint in checkpoints.values():
+        shutil.rmtree(checkpoint.parent)
 
     med = {n: {k: statistics.median(v) for k, v in m.items()} for n, m in results.items()}
     b, s = med["baseline"], med["ssan"]
@@ -159,7 +171,8 @@ def main():
     }
     pieces = mean_source_pieces(data_bin)
     print(f"\ncorpus {args.corpus} (test source: {pieces:.1f} pieces a sentence on average), "
-          f"{args.repeats} repeats x {args.updates} updates, max-tokens {args.max_tokens}, "
+          f"{args.repeats} trainings x {args.updates} updates, {args.decode_repeats} decodings "
+          f"per mode, max-tokens {args.max_tokens}, "
           f"model: {' '.join(MODEL)}")
     print("| measure | baseline | ssan | ssan / baseline | target |\n|---|---|---|---|---|")
     print(f"| training words/s | {b['train_wps']:.0f} | {s['train_wps']:.0f} | {ratios['train_wps']:.3f} | >= 0.95 |")

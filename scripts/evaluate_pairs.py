@@ -3,6 +3,8 @@
 
     evaluate_pairs.py --data DIR --checkpoint [NAME=]CKPT [--checkpoint NAME=CKPT ...] \
         --subset test --json OUT [--predictions OUT.tsv]
+    evaluate_pairs.py --data DIR --pred NAME=PREDICTIONS.tsv [--pred NAME=TSV ...] \
+        --subset test --json OUT
 
 DIR is a directory from scripts/prepare_pairs.py. Per checkpoint, for the heads it has:
 entailment accuracy, per-class precision / recall / F1 and the confusion matrix; relatedness
@@ -10,7 +12,9 @@ Pearson r, Spearman rho and MSE. Later checkpoints are compared with the first b
 bootstrap (accuracy, Pearson r, MSE; p-value, two-sided; identical predictions give p = 1).
 The predictions file has one line per pair, in input order: ``pair_ID <TAB> predicted_label
 <TAB> predicted_score`` (``-`` for a head the model lacks); with several checkpoints one file
-per checkpoint, OUT.NAME.tsv. Bad input: one line ``evaluate_pairs.py: error: ...``, exit 2.
+per checkpoint, OUT.NAME.tsv. ``--pred`` scores such files instead of checkpoints (same
+metrics and comparisons; every pair of the subset, in order). Bad input: one line
+``evaluate_pairs.py: error: ...``, exit 2.
 The work is ssan_plugin.pairs.evaluate.
 """
 
@@ -37,8 +41,11 @@ def main(argv=None):
     parser = ArgumentParser(prog=PROG, description=__doc__.split("\n")[1],
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", required=True, metavar="DIR")
-    parser.add_argument("--checkpoint", required=True, action="append", type=system_spec,
-                        metavar="[NAME=]CKPT", help="repeat to compare; the first is the baseline")
+    systems = parser.add_mutually_exclusive_group(required=True)
+    systems.add_argument("--checkpoint", action="append", type=system_spec,
+                         metavar="[NAME=]CKPT", help="repeat to compare; the first is the baseline")
+    systems.add_argument("--pred", action="append", type=system_spec, metavar="NAME=TSV",
+                         help="a predictions file instead of a checkpoint; repeat to compare")
     parser.add_argument("--subset", default="test")
     parser.add_argument("--json", required=True, metavar="OUT")
     parser.add_argument("--predictions", metavar="OUT.tsv")
@@ -48,11 +55,18 @@ def main(argv=None):
     parser.add_argument("--cpu", action="store_true", help="predict on CPU even with a GPU")
     args = parser.parse_args(argv)
 
-    from ssan_plugin.pairs.evaluate import evaluate_checkpoints, report
+    from ssan_plugin.pairs.evaluate import evaluate_checkpoints, evaluate_predictions, report
 
-    result = evaluate_checkpoints(args.data, args.checkpoint, args.subset, args.json,
-                                  args.predictions, args.batch_size, args.cpu,
-                                  args.bootstrap_samples, args.seed)
+    if args.pred:
+        if args.predictions:
+            parser.error("--predictions writes the predictions of checkpoints; with --pred they "
+                         "are the inputs")
+        result = evaluate_predictions(args.data, args.pred, args.subset, args.json,
+                                      args.bootstrap_samples, args.seed)
+    else:
+        result = evaluate_checkpoints(args.data, args.checkpoint, args.subset, args.json,
+                                      args.predictions, args.batch_size, args.cpu,
+                                      args.bootstrap_samples, args.seed)
     sys.stdout.write(report(result))
     print(f"wrote {args.json}")
     return 0

@@ -7,6 +7,11 @@ accuracy, per-class F1, confusion matrix; Pearson, Spearman, MSE); each later sy
 the first with the paired bootstrap (``metrics.compare``); a predictions file per system, one
 line per pair in input order, ``pair_ID <TAB> predicted_label <TAB> predicted_score`` (``-`` for
 a head the model does not have; score with 4 decimals).
+
+``evaluate_predictions(data, [(name, predictions.tsv), ...], subset, ...)`` scores such files
+(written earlier, e.g. kept by an experiment runner without its checkpoints) the same way: the
+file must list exactly the subset's pairs, in input order. Scores are read as written (4
+decimals), so relatedness metrics can differ from the checkpoint's own in the 4th decimal.
 """
 
 import json
@@ -17,8 +22,9 @@ from typing import Dict, Sequence, Tuple
 import torch
 from fairseq import checkpoint_utils, utils
 
-from ..cli import InputError, check_input_dir, check_output_file, load_checkpoint
+from ..cli import InputError, check_input_dir, check_output_file, load_checkpoint, read_text
 from . import datadir
+from .corpus import LABELS
 from .metrics import compare, system_metrics
 
 MISSING = "-"
@@ -102,13 +108,10 @@ def predictions_path(base: str, name: str, several: bool) -> str:
     return f"{stem}.{name}{ext or '.tsv'}"
 
 
-def evaluate_checkpoints(data: str, systems: Sequence[Tuple[str, str]], subset: str,
-                         json_out: str, predictions_out: str = None, batch_size: int = 64,
-                         cpu: bool = False, bootstrap_samples: int = 1000,
-                         seed: int = 12345) -> dict:
-    """See the module docstring; returns the JSON written to ``json_out``."""
+def _start(data: str, systems: Sequence[Tuple[str, str]], subset: str, outputs: Sequence[str]):
+    """Checks shared by both entry points; returns the subset's gold pairs and their columns."""
     check_subset(data, subset)
-    for path in [json_out] + ([predictions_out] if predictions_out else []):
+    for path in outputs:
         try:
             check_output_file(path)
         except InputError as err:
@@ -117,16 +120,46 @@ def evaluate_checkpoints(data: str, systems: Sequence[Tuple[str, str]], subset: 
     if len(set(names)) != len(names):
         raise EvaluationError(f"system names repeat: {', '.join(names)}")
     gold = datadir.read_gold(datadir.gold_path(data, subset))
-    gold_columns = {"label": [p.label for p in gold], "score": [p.score for p in gold]}
+    return gold, {"label": [p.label for p in gold], "score": [p.score for p in gold]}
+
+
+def _check_heads(gold_columns, heads, subset: str, data: str) -> None:
+    """The gold subset has a value for every pair in each predicted head."""
+    for head in heads:
+        if any(v is None for v in gold_columns[head]):
+            raise EvaluationError(f"--subset {subset} of {data} has pairs without "
+                                  f"{'entailment label' if head == 'label' else 'relatedness score'}")
+
+
+def _finish(result: dict, gold_columns, columns: Dict[str, dict], json_out: str,
+            bootstrap_samples: int, seed: int) -> dict:
+    """Each later system against the first (paired bootstrap); write and return the JSON."""
+    names = list(columns)
+    for name in names[1:]:
+        result["comparisons"][name] = {"against": names[0], **compare(
+            gold_columns, columns[names[0]], columns[name], bootstrap_samples, seed)}
+    Path(json_out).parent.mkdir(parents=True, exist_ok=True)
+    with open(json_out, "w", encoding="utf-8") as f:
+        json.dump(result, f, indent=2)
+        f.write("\n")
+    return result
+
+
+def evaluate_checkpoints(data: str, systems: Sequence[Tuple[str, str]], subset: str,
+                         json_out: str, predictions_out: str = None, batch_size: int = 64,
+                         cpu: bool = False, bootstrap_samples: int = 1000,
+                         seed: int = 12345) -> dict:
+    """See the module docstring; returns the JSON written to ``json_out``."""
+    gold, gold_columns = _start(data, systems, subset,
+                                [json_out] + ([predictions_out] if predictions_out else []))
     loaded = [(name, path, load_pair_checkpoint(path, data, cpu)) for name, path in systems]
     result = {"data": str(Path(data).resolve()), "subset": subset, "pairs": len(gold),
               "systems": {}, "comparisons": {}}
     columns: Dict[str, dict] = {}
     for name, path, (model, task, use_cuda) in loaded:
-        for head, key in (("label", "entailment"), ("score", "relatedness")):
-            if key in task.heads and any(v is None for v in gold_columns[head]):
-                raise EvaluationError(f"--subset {subset} of {data} has pairs without "
-                                      f"{'entailment label' if head == 'label' else 'relatedness score'}")
+        _check_heads(gold_columns, [head for head, key in (("label", "entailment"),
+                                                           ("score", "relatedness"))
+                                    if key in task.heads], subset, data)
         predicted = predict_subset(task, model, subset, batch_size, use_cuda)
         columns[name] = as_columns(predicted)
         result["systems"][name] = {"checkpoint": str(path), "target": str(task.cfg.pair_target),
@@ -135,15 +168,68 @@ def evaluate_checkpoints(data: str, systems: Sequence[Tuple[str, str]], subset: 
             out = predictions_path(predictions_out, name, len(systems) > 1)
             write_predictions(out, gold, columns[name])
             result["systems"][name]["predictions"] = out
-    baseline = names[0]
-    for name in names[1:]:
-        result["comparisons"][name] = {"against": baseline, **compare(
-            gold_columns, columns[baseline], columns[name], bootstrap_samples, seed)}
-    Path(json_out).parent.mkdir(parents=True, exist_ok=True)
-    with open(json_out, "w", encoding="utf-8") as f:
-        json.dump(result, f, indent=2)
-        f.write("\n")
-    return result
+    return _finish(result, gold_columns, columns, json_out, bootstrap_samples, seed)
+
+
+def read_predictions(path: str, gold) -> Dict[str, list]:
+    """A predictions file (``write_predictions``' format) -> columns as ``as_columns`` gives,
+    checked line by line against the gold pairs: same pair ids in the same order, labels from
+    the label set, scores numbers, each column all ``-`` or all given."""
+    try:
+        lines = read_text(path, "--pred").splitlines()  # UTF-8 checked, a BOM dropped
+    except InputError as err:
+        raise EvaluationError(str(err)) from None
+    if len(lines) != len(gold):
+        raise EvaluationError(f"{path}: {len(lines)} lines for the {len(gold)} pairs of the subset")
+    labels, scores = [], []
+    for number, (line, pair) in enumerate(zip(lines, gold), 1):
+        fields = line.split("\t")
+        if len(fields) != 3:
+            raise EvaluationError(f"{path}:{number}: expected pair_ID, label, score (3 tab-"
+                                  f"separated fields), got {len(fields)}")
+        pair_id, label, score = fields
+        if pair_id != str(pair.pair_id):
+            raise EvaluationError(f"{path}:{number}: pair {pair_id!r} where the subset has "
+                                  f"{pair.pair_id!r} (predictions must be in input order)")
+        if label != MISSING and label not in LABELS:
+            raise EvaluationError(f"{path}:{number}: unknown label {label!r} (expected one of "
+                                  f"{', '.join(LABELS)} or {MISSING})")
+        labels.append(None if label == MISSING else label)
+        try:
+            scores.append(None if score == MISSING else float(score))
+        except ValueError:
+            raise EvaluationError(f"{path}:{number}: score {score!r} is not a number") from None
+    columns = {}
+    for key, values in (("label", labels), ("score", scores)):
+        given = [v is not None for v in values]
+        if any(given) and not all(given):
+            raise EvaluationError(f"{path}:{given.index(False) + 1}: {key} missing ({MISSING}) "
+                                  f"where other lines have one")
+        columns[key] = values if all(given) else None
+    if columns["label"] is None and columns["score"] is None:
+        raise EvaluationError(f"{path}: neither labels nor scores")
+    return columns
+
+
+def evaluate_predictions(data: str, systems: Sequence[Tuple[str, str]], subset: str,
+                         json_out: str, bootstrap_samples: int = 1000, seed: int = 12345) -> dict:
+    """Score existing predictions files of ``subset`` (see the module docstring) exactly as
+    :func:`evaluate_checkpoints` scores its own; returns the JSON written to ``json_out``."""
+    gold, gold_columns = _start(data, systems, subset, [json_out])
+    result = {"data": str(Path(data).resolve()), "subset": subset, "pairs": len(gold),
+              "systems": {}, "comparisons": {}}
+    columns: Dict[str, dict] = {}
+    for name, path in systems:
+        columns[name] = read_predictions(path, gold)
+        _check_heads(gold_columns, [h for h in ("label", "score") if columns[name][h] is not None],
+                     subset, data)
+        result["systems"][name] = {"predictions": str(path),
+                                   **system_metrics(gold_columns, columns[name])}
+    heads = {tuple(h for h in ("label", "score") if c[h] is not None) for c in columns.values()}
+    if len(heads) > 1:
+        raise EvaluationError("the predictions files do not have the same heads (labels, "
+                              "scores): nothing to compare")
+    return _finish(result, gold_columns, columns, json_out, bootstrap_samples, seed)
 
 
 def report(result: dict) -> str:

@@ -110,6 +110,43 @@ def test_every_encoder_trains_and_evaluates(sick, tmp_path):
             assert 0 < test[metric]["p_value"] <= 1
     assert all(comparisons["san_again"][m]["p_value"] == 1.0 for m in ("accuracy", "pearson", "mse"))
 
+    # the same predictions files scored without checkpoints (--pred): the same numbers (scores
+    # as written, 4 decimals), the same comparisons
+    preds = [str(tmp_path / "eval" / f"pred.{name}.tsv") for name in result["systems"]]
+    again = tmp_path / "again.json"
+    assert EVALUATE.main(["--data", str(data), "--json", str(again), "--bootstrap-samples", "200", *[
+        a for name, path in zip(result["systems"], preds) for a in ("--pred", f"{name}={path}")]]) == 0
+    scored = json.loads(again.read_text())
+    assert list(scored["systems"]) == list(result["systems"])
+    for name, system in scored["systems"].items():
+        assert system["entailment"] == result["systems"][name]["entailment"]
+        assert system["relatedness"]["mse"] == pytest.approx(
+            result["systems"][name]["relatedness"]["mse"], abs=1e-3)
+    for name, test in scored["comparisons"].items():
+        assert test["accuracy"] == comparisons[name]["accuracy"]
+
+
+def test_evaluate_pred_files_bad_input(sick, tmp_path, capsys):
+    """--pred files out of step with the subset: one line naming the file and line, exit 2."""
+    _, data, test_rows = sick
+    good = [f"{i}\t{label.lower()}\t{score:.4f}" for i, _, _, label, score in test_rows]
+    cases = {
+        "short": (good[:-1], "24 lines for the 25 pairs of the subset"),
+        "order": ([good[1], good[0], *good[2:]],
+                  f":1: pair '{test_rows[1][0]}' where the subset has '{test_rows[0][0]}'"),
+        "label": ([f"{test_rows[0][0]}\tmaybe\t3.0", *good[1:]], ":1: unknown label 'maybe'"),
+        "score": ([good[0].rsplit("\t", 1)[0] + "\thigh", *good[1:]], ":1: score 'high' is not a number"),
+        "fields": ([good[0].replace("\t", " "), *good[1:]], ":1: expected pair_ID, label, score"),
+        "mixed": ([good[0].rsplit("\t", 1)[0] + "\t-", *good[1:]], ":1: score missing (-)"),
+    }
+    for name, (lines, message) in cases.items():
+        path = tmp_path / f"{name}.tsv"
+        path.write_text("\n".join(lines) + "\n")
+        assert EVALUATE.main(["--data", str(data), "--json", str(tmp_path / "e.json"),
+                              "--pred", f"x={path}"]) == 2, name
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and str(path) in err[0] and message in err[0], (name, err)
+
 
 def test_encoder_init_loads_exactly_the_translation_encoder(sick, tmp_path):
     raw_pairs, _, _ = sick

@@ -15,23 +15,28 @@ models' encoder), flags and number of updates.
 
 Resumable and sequential:
 - one training at a time (a lock file refuses a second runner on the same --out);
-- a run whose result file ``OUT/results/NAME.json`` exists is skipped;
+- a run whose result is in the archive (below) is skipped;
 - a killed run resumes: fairseq-train is started again on the same save dir and continues from
   its checkpoint_last.pt (saved every --save-interval updates); ``OUT/runs/NAME/TRAINED`` marks a
   finished training, so evaluation alone is redone when it was the step killed;
-- results are written as they come: ``OUT/results/NAME.json`` (evaluate_pairs.py's JSON on the
-  test split, plus the valid split's), one row per run appended to ``OUT/results.tsv``, and
-  ``OUT/summary.md`` (mean and standard deviation over seeds) rewritten after every run.
+- results are written as they come, into the archive ``--archive`` (default
+  ``examples/pairs/experiments``, committed, so that a fresh clone continues where the last
+  session stopped; checkpoints stay in OUT): per run ``NAME/result.json`` (evaluate_pairs.py's
+  JSON on the test split, plus the valid split's), ``NAME/{valid,test}.predictions.tsv`` and
+  ``NAME/curve.jsonl`` (fairseq's train and valid records); ``summary.md`` (mean and standard
+  deviation over seeds) rewritten after every run; per (target, init, seed) with every encoder
+  done, ``compare/TARGET_INIT_sSEED.json``: the encoders' test predictions compared with the
+  first encoder's (``evaluate_pairs.py --pred``, paired bootstrap).
 With ``--dry-run`` the commands are printed, nothing is run.
 """
 
 import argparse
-import csv
 import fcntl
 import json
 import os
 import random
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -39,6 +44,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # run as a script: the plugin package from this checkout
+from ssan_plugin.train_log import parse_record  # noqa: E402
 PY = sys.executable
 FAIRSEQ_TRAIN = str(Path(PY).parent / "fairseq-train")
 SICK = ROOT.parent / "shared" / "data" / "nli" / "sick"
@@ -107,32 +114,47 @@ def prepare(raw: Path, dest: Path, extra, dry):
          "--overwrite", *extra], dry=dry)
 
 
-def summarise(out: Path):
-    """OUT/summary.md: per (target, init, encoder) mean and sd over seeds of the test metrics."""
-    path = out / "results.tsv"
-    if not path.exists():
-        return
-    with open(path, encoding="utf-8") as f:
-        rows = list(csv.DictReader(f, delimiter="\t"))
+def summarise(archive: Path):
+    """ARCHIVE/summary.md: per (target, init, encoder) mean and sd over seeds of the headline
+    test metric (and the valid one), from every ARCHIVE/*/result.json."""
     groups = {}
-    for row in rows:
-        groups.setdefault((row["target"], row["init"], row["encoder"]), []).append(row)
+    for path in sorted(archive.glob("*/result.json")):
+        result = json.loads(path.read_text(encoding="utf-8"))
+        head, metric = HEADLINE[result["target"]]
+        values = (result["test"][head][metric], result["valid"][head][metric])
+        groups.setdefault((result["target"], result["init"], result["encoder"]), []).append(values)
+    if not groups:
+        return
     lines = ["| target | init | encoder | seeds | test metric (mean ± sd) | valid metric (mean) |",
              "|---|---|---|---|---|---|"]
     for (target, init, encoder), members in sorted(groups.items()):
-        test = [float(r["test"]) for r in members]
-        valid = [float(r["valid"]) for r in members]
+        test = [t for t, _ in members]
+        valid = [v for _, v in members]
         sd = statistics.stdev(test) if len(test) > 1 else 0.0
         metric = HEADLINE[target][1]
         lines.append(f"| {target} | {init} | {encoder} | {len(members)} | {metric} "
                      f"{statistics.mean(test):.4g} ± {sd:.2g} | {statistics.mean(valid):.4g} |")
-    write_atomic(out / "summary.md", "\n".join(lines) + "\n")
+    write_atomic(archive / "summary.md", "\n".join(lines) + "\n")
+
+
+def archive_run(save: Path, kept: Path, result: dict):
+    """The run's small outputs into the archive directory ``kept`` (result.json last)."""
+    kept.mkdir(parents=True, exist_ok=True)
+    for subset in ("valid", "test"):
+        shutil.copyfile(save / f"{subset}.predictions.tsv", kept / f"{subset}.predictions.tsv")
+    with open(save / "train.log", encoding="utf-8", errors="replace") as f:
+        records = [parse_record(line) for line in f]
+    write_atomic(kept / "curve.jsonl", "".join(json.dumps({"kind": r[0], **r[1]}) + "\n"
+                                               for r in records if r and r[0] != "train"))
+    write_atomic(kept / "result.json", json.dumps(result, indent=2) + "\n")
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default="runs/pairs", type=Path)
+    ap.add_argument("--out", default="runs/pairs", type=Path, help="checkpoints, data (not kept)")
+    ap.add_argument("--archive", default=ROOT / "examples" / "pairs" / "experiments", type=Path,
+                    help="finished runs' results, predictions, curves and comparisons (committed)")
     ap.add_argument("--encoders", default=",".join(ENCODERS))
     ap.add_argument("--seeds", default="1,2,3")
     ap.add_argument("--targets", default="entailment,relatedness")
@@ -172,7 +194,7 @@ def main(argv=None):
     if "translation" in inits:
         prepare(raw, data["translation"], ["--translation-data", args.translation_data],
                 args.dry_run)
-    (out / "results").mkdir(exist_ok=True)
+    archive = args.archive
     (out / "runs").mkdir(exist_ok=True)
 
     plan = [(t, i, e, int(s)) for t in args.targets.split(",") for i in inits
@@ -180,7 +202,7 @@ def main(argv=None):
     env = {"OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads)}
     for number, (target, init, encoder, seed) in enumerate(plan, 1):
         name = f"{target}_{init}_{encoder}_s{seed}"
-        result_path = out / "results" / f"{name}.json"
+        result_path = archive / name / "result.json"
         if result_path.exists():
             log(f"[{number}/{len(plan)}] {name}: done, skipped")
             continue
@@ -200,7 +222,7 @@ def main(argv=None):
                        *BEST[target], "--max-update", args.updates, "--seed", seed,
                        "--save-dir", save, "--no-epoch-checkpoints",
                        "--save-interval-updates", args.save_interval,
-                       "--keep-interval-updates", 1, "--log-format", "simple",
+                       "--keep-interval-updates", 1, "--log-format", "json",
                        "--log-interval", 50, "--num-workers", 0]
             if init == "translation":
                 command += ["--encoder-init", translation[encoder]]
@@ -213,7 +235,8 @@ def main(argv=None):
             json_out = save / f"{subset}.json"
             run([PY, "scripts/evaluate_pairs.py", "--data", data[init], "--checkpoint",
                  f"{name}={best}", "--subset", subset, "--json", json_out, "--predictions",
-                 save / f"{subset}.predictions.tsv", "--cpu"], dry=args.dry_run, env=env)
+                 save / f"{subset}.predictions.tsv", "--cpu"], save / "evaluate.log", args.dry_run,
+                env)
             if not args.dry_run:
                 scores[subset] = json.loads(json_out.read_text())
         if args.dry_run:
@@ -221,42 +244,38 @@ def main(argv=None):
         head, metric = HEADLINE[target]
         values = {s: scores[s]["systems"][name][head][metric] for s in scores}
         result = {"name": name, "target": target, "init": init, "encoder": encoder, "seed": seed,
-                  "updates": args.updates, "checkpoint": str(best),
+                  "updates": args.updates, "minutes": round((time.time() - started) / 60, 1),
                   "valid": scores["valid"]["systems"][name], "test": scores["test"]["systems"][name]}
-        write_atomic(result_path, json.dumps(result, indent=2) + "\n")
-        new_file = not (out / "results.tsv").exists()
-        with open(out / "results.tsv", "a", encoding="utf-8") as f:
-            if new_file:
-                f.write("name\ttarget\tinit\tencoder\tseed\tmetric\tvalid\ttest\tminutes\n")
-            f.write(f"{name}\t{target}\t{init}\t{encoder}\t{seed}\t{metric}\t{values['valid']:.4f}\t"
-                    f"{values['test']:.4f}\t{(time.time() - started) / 60:.1f}\n")
-        summarise(out)
+        for subset in ("valid", "test"):
+            result[subset].pop("checkpoint", None)
+            result[subset].pop("predictions", None)
+        archive_run(save, archive / name, result)
+        summarise(archive)
         log(f"[{number}/{len(plan)}] {name}: valid {metric} {values['valid']:.4f}, "
             f"test {values['test']:.4f} -> {result_path}")
-    if not args.dry_run:
-        compare_seeds(out, plan, data, env)
-    log(f"all runs done; {out / 'summary.md'}")
+        compare_seeds(archive, plan, data, env)
+    log(f"all runs done; {archive / 'summary.md'}")
 
 
-def compare_seeds(out: Path, plan, data, env):
-    """Per (target, init, seed) with every encoder done: one evaluate_pairs.py call on the test
-    split, the first encoder (san by default) the baseline of the paired bootstrap ->
-    OUT/compare/TARGET_INIT_sSEED.json."""
+def compare_seeds(archive: Path, plan, data, env):
+    """Per (target, init, seed) with every encoder archived: one evaluate_pairs.py --pred call
+    on their test predictions, the first encoder (san by default) the baseline of the paired
+    bootstrap -> ARCHIVE/compare/TARGET_INIT_sSEED.json."""
     groups = {}
     for target, init, encoder, seed in plan:
         groups.setdefault((target, init, seed), []).append(encoder)
-    (out / "compare").mkdir(exist_ok=True)
     for (target, init, seed), encoders in groups.items():
         names = [f"{target}_{init}_{e}_s{seed}" for e in encoders]
-        json_out = out / "compare" / f"{target}_{init}_s{seed}.json"
+        json_out = archive / "compare" / f"{target}_{init}_s{seed}.json"
         if len(names) < 2 or json_out.exists() or not all(
-                (out / "results" / f"{n}.json").exists() for n in names):
+                (archive / n / "result.json").exists() for n in names):
             continue
+        json_out.parent.mkdir(parents=True, exist_ok=True)
         systems = []
         for encoder, name in zip(encoders, names):
-            systems += ["--checkpoint", f"{encoder}={out / 'runs' / name / 'checkpoint_best.pt'}"]
+            systems += ["--pred", f"{encoder}={archive / name / 'test.predictions.tsv'}"]
         run([PY, "scripts/evaluate_pairs.py", "--data", data[init], *systems, "--subset", "test",
-             "--json", json_out, "--cpu"], env=env)
+             "--json", json_out], env=env)
 
 
 if __name__ == "__main__":

@@ -301,10 +301,11 @@ RUNNER = ROOT / "examples" / "pairs" / "run_pairs.py"
 
 
 def test_runner_skips_finished_runs_and_plans_transfer(tmp_path):
-    out = tmp_path / "out"
-    (out / "results").mkdir(parents=True)
-    (out / "results" / "entailment_scratch_san_s1.json").write_text("{}")
-    proc = run([sys.executable, RUNNER, "--out", out, "--dry-run", "--encoders", "san,ssan",
+    out, archive = tmp_path / "out", tmp_path / "archive"
+    (archive / "entailment_scratch_san_s1").mkdir(parents=True)
+    (archive / "entailment_scratch_san_s1" / "result.json").write_text("{}")
+    proc = run([sys.executable, RUNNER, "--out", out, "--archive", archive, "--dry-run",
+                "--encoders", "san,ssan",
                 "--seeds", "1", "--targets", "entailment", "--inits", "scratch,translation",
                 "--translation-data", tmp_path / "mt", "--translation-checkpoint",
                 f"ssan={tmp_path / 'ssan.pt'}"])
@@ -331,13 +332,40 @@ def test_runner_one_at_a_time_and_summary(tmp_path):
         proc = run([sys.executable, RUNNER, "--out", out, "--dry-run"], check=False)
     assert proc.returncode == 1 and "another run_pairs.py is running on" in proc.stderr
     runner = load_module(RUNNER)
-    (out / "results.tsv").write_text(
-        "name\ttarget\tinit\tencoder\tseed\tmetric\tvalid\ttest\tminutes\n"
-        "a\trelatedness\tscratch\tssan\t1\tpearson\t0.70\t0.60\t1\n"
-        "b\trelatedness\tscratch\tssan\t2\tpearson\t0.80\t0.80\t1\n")
+    for name, seed, valid, test in (("a", 1, 0.70, 0.60), ("b", 2, 0.80, 0.80)):
+        (out / name).mkdir()
+        (out / name / "result.json").write_text(json.dumps({
+            "target": "relatedness", "init": "scratch", "encoder": "ssan", "seed": seed,
+            "valid": {"relatedness": {"pearson": valid}}, "test": {"relatedness": {"pearson": test}}}))
     runner.summarise(out)
     assert (out / "summary.md").read_text().splitlines()[2] == (
         "| relatedness | scratch | ssan | 2 | pearson 0.7 ± 0.14 | 0.75 |")
+
+
+@pytest.mark.skipif(not (NLI / "sick" / "train.tsv").exists(), reason="../shared/data/nli absent")
+def test_runner_archives_runs_and_compares_from_predictions(tmp_path):
+    """A tiny real plan on SICK (2 encoders, 1 seed, 2 updates): each run's result, predictions
+    and curve land in the archive, the per-seed comparison is made from the archived
+    predictions (no checkpoint), and a second runner on a fresh OUT trains nothing."""
+    out, archive = tmp_path / "out", tmp_path / "archive"
+    args = [sys.executable, RUNNER, "--archive", archive, "--encoders", "san,ssan", "--seeds", "1",
+            "--targets", "entailment", "--updates", "2", "--save-interval", "1",
+            "--vocab-size", "1000", "--threads", "1"]
+    run([*args, "--out", out])
+    for encoder in ("san", "ssan"):
+        kept = archive / f"entailment_scratch_{encoder}_s1"
+        result = json.loads((kept / "result.json").read_text())
+        assert result["test"]["entailment"]["pairs"] == 495 and result["valid"]["entailment"]["pairs"] == 500
+        assert len((kept / "test.predictions.tsv").read_text().splitlines()) == 495
+        curve = [json.loads(x) for x in (kept / "curve.jsonl").read_text().splitlines()]
+        assert any(r["kind"] == "valid" for r in curve)
+    compare = json.loads((archive / "compare" / "entailment_scratch_s1.json").read_text())
+    assert list(compare["systems"]) == ["san", "ssan"] and compare["comparisons"]["ssan"]["against"] == "san"
+    ssan = json.loads((archive / "entailment_scratch_ssan_s1" / "result.json").read_text())
+    assert compare["systems"]["ssan"]["entailment"] == ssan["test"]["entailment"]
+    assert "| entailment | scratch | ssan | 1 |" in (archive / "summary.md").read_text()
+    again = run([*args, "--out", tmp_path / "fresh"])
+    assert again.stdout.count("done, skipped") == 2 and "fairseq-train" not in again.stdout
 
 
 def load_module(path):

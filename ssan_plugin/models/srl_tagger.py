@@ -1,7 +1,9 @@
 """``srl_tagger``: encoder-only BIO tagger for semantic role labelling (task ``srl``).
 
 Per instance (one predicate of a sentence): input = word embedding + predicate-indicator
-embedding (2 rows: other word / the predicate) + fairseq's positional embedding, then
+embedding (2 rows: other word / the predicate) + optionally an embedding of each word's signed
+distance to the predicate, clipped to [-K, K] (``--srl-predicate-distance K``; 0 = none, the
+default) + fairseq's positional embedding, then
 fairseq's TransformerEncoder stack whose self-attention is chosen by ``--srl-encoder``, then a
 linear classifier over the label dictionary. Output: ``(logits (B, T, L), extra)`` with
 ``extra["selection_stats"]`` as in the translation models (empty for plain attention), so the
@@ -12,6 +14,7 @@ options (its options dataclass) are added to this model's, and its layer list an
 builder make the encoder layers.
 """
 
+import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from fairseq.models import FairseqEncoderModel, register_model, register_model_architecture
@@ -23,19 +26,37 @@ from .variants import ENCODER_VARIANTS, add_encoder_args
 
 
 class SRLEncoder(VariantTransformerEncoder):
-    """VariantTransformerEncoder whose input adds a predicate-indicator embedding."""
+    """VariantTransformerEncoder whose input adds a predicate-indicator embedding and, with
+    ``args.srl_predicate_distance`` K > 0, an embedding of the clipped signed distance to the
+    predicate (2K + 1 rows: j - p = -K ... K)."""
 
     def __init__(self, args, dictionary, embed_tokens, variant_layers, build_attention):
         super().__init__(args, dictionary, embed_tokens, variant_layers, build_attention)
         dim = embed_tokens.embedding_dim
         self.embed_predicate = nn.Embedding(2, dim)  # row 0: other words, row 1: the predicate
         nn.init.normal_(self.embed_predicate.weight, mean=0, std=dim**-0.5)
+        self.max_distance = int(getattr(args, "srl_predicate_distance", 0) or 0)
+        if self.max_distance < 0:
+            raise ValueError(f"--srl-predicate-distance must be >= 0, got {self.max_distance}")
+        self.embed_distance = None
+        if self.max_distance > 0:
+            self.embed_distance = nn.Embedding(2 * self.max_distance + 1, dim)
+            nn.init.normal_(self.embed_distance.weight, mean=0, std=dim**-0.5)
+
+    def predicate_distance(self, predicate):
+        """(B, T) long in [0, 2K]: clip(j - p, -K, K) + K, p the predicate's position in the
+        padded row (either padding side)."""
+        position = predicate.eq(1).long().argmax(dim=1, keepdim=True)  # (B, 1)
+        offsets = torch.arange(predicate.size(1), device=predicate.device).unsqueeze(0) - position
+        return offsets.clamp(-self.max_distance, self.max_distance) + self.max_distance
 
     def forward(self, src_tokens, src_lengths=None, predicate=None, return_all_hiddens=False):
         """src_tokens, predicate: (B, T); predicate is 1 at the predicate word, else 0."""
         if predicate is None:
             raise ValueError("SRLEncoder needs the predicate indicator (B x T)")
         token_embeddings = self.embed_tokens(src_tokens) + self.embed_predicate(predicate)
+        if self.embed_distance is not None:
+            token_embeddings = token_embeddings + self.embed_distance(self.predicate_distance(predicate))
         return super().forward(src_tokens, src_lengths, return_all_hiddens, token_embeddings)
 
 
@@ -48,6 +69,9 @@ class SRLTaggerModel(FairseqEncoderModel):
     @staticmethod
     def add_args(parser):
         add_encoder_args(parser, "--srl-encoder")
+        parser.add_argument("--srl-predicate-distance", type=int, metavar="K",
+                            help="add an embedding of each word's signed distance to the "
+                                 "predicate, clipped to [-K, K]; 0 (default): none")
 
     @classmethod
     def build_model(cls, args, task):
@@ -83,6 +107,7 @@ class SRLTaggerModel(FairseqEncoderModel):
 def srl_tagger(args):
     """4 layers, 256 dims, 4 heads, pre-norm, learned positions; the chosen variant's defaults."""
     args.srl_encoder = getattr(args, "srl_encoder", None) or "san"
+    args.srl_predicate_distance = getattr(args, "srl_predicate_distance", None) or 0
     if args.srl_encoder not in ENCODER_VARIANTS:
         raise ValueError(f"--srl-encoder {args.srl_encoder!r}: choose from {sorted(ENCODER_VARIANTS)}")
     for variant in ENCODER_VARIANTS.values():

@@ -1,0 +1,60 @@
+"""ssan_plugin/models/srl_tagger.py: the predicate-distance embedding (--srl-predicate-distance)
+on a tiny CoNLL-2005 data-bin: distances computed from the indicator on either padding side,
+clipped, added to the input; off by default (old checkpoints and recipes unchanged)."""
+
+import pytest
+import torch
+from helpers.srl_cli import tiny05  # noqa: F401  (fixture)
+
+
+def build(data, *extra):
+    import ssan_plugin  # noqa: F401
+    from fairseq import options, tasks
+
+    args = options.parse_args_and_arch(options.get_training_parser(), [
+        str(data), "--task", "srl", "--arch", "srl_tagger", "--encoder-embed-dim", "16",
+        "--encoder-ffn-embed-dim", "32", "--encoder-layers", "1", "--encoder-attention-heads", "2",
+        "--cpu", *extra])
+    task = tasks.setup_task(args)
+    return task, task.build_model(args).eval()
+
+
+def test_distance_embedding_is_off_by_default(tiny05):
+    _, model = build(tiny05)
+    assert model.encoder.embed_distance is None and model.encoder.max_distance == 0
+    assert not any("embed_distance" in name for name, _ in model.named_parameters())
+
+
+def test_predicate_distance_clipped_on_either_padding_side(tiny05):
+    _, model = build(tiny05, "--srl-predicate-distance", "2")
+    encoder = model.encoder
+    assert encoder.embed_distance.num_embeddings == 5
+    predicate = torch.tensor([[0, 0, 0, 0, 1, 0],   # right-padded or not: positions as given
+                              [1, 0, 0, 0, 0, 0],
+                              [0, 0, 0, 1, 0, 0]])
+    expected = [[min(max(j - p, -2), 2) + 2 for j in range(6)] for p in (4, 0, 3)]
+    assert encoder.predicate_distance(predicate).tolist() == expected
+    with pytest.raises(ValueError, match="--srl-predicate-distance must be >= 0"):
+        build(tiny05, "--srl-predicate-distance", "-1")
+
+
+def test_distance_embedding_enters_the_input(tiny05):
+    """The encoder output changes with the distance table, and equals the run whose token
+    embeddings carry the distance embedding by hand."""
+    task, model = build(tiny05, "--srl-predicate-distance", "3")
+    task.load_dataset("valid")
+    batch = task.dataset("valid").collater([task.dataset("valid")[i] for i in range(3)])
+    net = batch["net_input"]
+    encoder = model.encoder
+    out = encoder(net["src_tokens"], net["src_lengths"], predicate=net["predicate"])
+    by_hand = (encoder.embed_tokens(net["src_tokens"]) + encoder.embed_predicate(net["predicate"])
+               + encoder.embed_distance(encoder.predicate_distance(net["predicate"])))
+    from ssan_plugin.models.variant_transformer import VariantTransformerEncoder
+
+    direct = VariantTransformerEncoder.forward(encoder, net["src_tokens"], net["src_lengths"],
+                                               False, by_hand)
+    torch.testing.assert_close(out["encoder_out"][0], direct["encoder_out"][0])
+    with torch.no_grad():
+        encoder.embed_distance.weight.add_(1.0)
+    changed = encoder(net["src_tokens"], net["src_lengths"], predicate=net["predicate"])
+    assert not torch.allclose(changed["encoder_out"][0], out["encoder_out"][0])

@@ -162,6 +162,14 @@ def multidim_attention(
     return s.to(out_dtype)
 
 
+def _full_probs(a, q, key_weight, direction, c, q_pos, k_pos, query_ok) -> Tensor:
+    """P, (N, T, S, D), from prepared inputs, with plain autograd: the whole tensor at once."""
+    w = _allowed(q_pos, k_pos, direction, key_weight, query_ok, 0, q.size(1))
+    e = torch.exp(c * torch.tanh((a.unsqueeze(1) + q.unsqueeze(2)) / c)) * w.unsqueeze(-1)
+    den = e.sum(2, keepdim=True)
+    return e / torch.where(den > 0, den, torch.ones_like(den))
+
+
 def multidim_attention_naive(
     a: Tensor,
     q: Tensor,
@@ -179,11 +187,8 @@ def multidim_attention_naive(
     out_dtype = v.dtype
     with torch.autocast(device_type=q.device.type, enabled=False):
         a, q, v, key_weight, q_pos, k_pos = _prepare(a, q, v, key_weight, q_pos, k_pos, direction)
-        w = _allowed(q_pos, k_pos, direction, key_weight, query_ok, 0, q.size(1))
-        e = torch.exp(c * torch.tanh((a.unsqueeze(1) + q.unsqueeze(2)) / c)) * w.unsqueeze(-1)
-        den = e.sum(2)
-        den = torch.where(den > 0, den, torch.ones_like(den))
-        s = (e * v.unsqueeze(1)).sum(2) / den
+        s = (_full_probs(a, q, key_weight, direction, c, q_pos, k_pos, query_ok)
+             * v.unsqueeze(1)).sum(2)
     return s.to(out_dtype)
 
 
@@ -206,10 +211,7 @@ def multidim_attention_probs(
     for any v; a row without an allowed key is all zero."""
     with torch.autocast(device_type=q.device.type, enabled=False):
         a, q, _, key_weight, q_pos, k_pos = _prepare(a, q, q, key_weight, q_pos, k_pos, direction)
-        w = _allowed(q_pos, k_pos, direction, key_weight, query_ok, 0, q.size(1))
-        e = torch.exp(c * torch.tanh((a.unsqueeze(1) + q.unsqueeze(2)) / c)) * w.unsqueeze(-1)
-        den = e.sum(2, keepdim=True)
-        return e / torch.where(den > 0, den, torch.ones_like(den))
+        return _full_probs(a, q, key_weight, direction, c, q_pos, k_pos, query_ok)
 
 
 class Source2Token(nn.Module):

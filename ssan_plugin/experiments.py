@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from .train_log import parse_record, record_updates, training_summary
+from .train_log import parse_record, record_updates, training_summary, write_curve
 from .translation.textio import PipelineError
 
 logger = logging.getLogger("ssan_plugin.experiments")
@@ -218,12 +218,7 @@ class Runner:
         src, dst = run.directory(self.out), run.directory(Path(self.plan.archive))
         dst.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src / "train.done", dst / "train.json")
-        with open(src / "train.log", encoding="utf-8", errors="replace") as f, \
-                open(dst / "curve.jsonl", "w", encoding="utf-8") as curve:
-            for line in f:
-                parsed = parse_record(line)
-                if parsed and parsed[0] in ("train_inner", "valid"):
-                    curve.write(json.dumps({"kind": parsed[0], **parsed[1]}) + "\n")
+        write_curve(src / "train.log", dst / "curve.jsonl")
         shutil.copyfile(src / run.hyp_name, dst / run.hyp_name)
         with open(src / "test.json", encoding="utf-8") as f:
             report = json.load(f)

@@ -54,3 +54,16 @@ def training_summary(path) -> dict:
     return {"train_wps": statistics.median(wps[1:] or wps) if wps else float("nan"),
             "params": params, "sel": sel[-1] if sel else None,
             "best_valid_loss": min(losses) if losses else None}
+
+
+def write_curve(log_path, out_path) -> int:
+    """The learning curve of a fairseq-train json log: its ``train_inner`` and ``valid`` records,
+    one JSON object a line with ``kind`` first, written to ``out_path``; returns how many."""
+    rows = []
+    with open(log_path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            parsed = parse_record(line)
+            if parsed and parsed[0] in ("train_inner", "valid"):
+                rows.append(json.dumps({"kind": parsed[0], **parsed[1]}) + "\n")
+    Path(out_path).write_text("".join(rows), encoding="utf-8")
+    return len(rows)

@@ -45,7 +45,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script: the plugin package from this checkout
-from ssan_plugin.train_log import parse_record  # noqa: E402
+from ssan_plugin.train_log import write_curve  # noqa: E402
 PY = sys.executable
 FAIRSEQ_TRAIN = str(Path(PY).parent / "fairseq-train")
 SICK = ROOT.parent / "shared" / "data" / "nli" / "sick"
@@ -142,10 +142,7 @@ def archive_run(save: Path, kept: Path, result: dict):
     kept.mkdir(parents=True, exist_ok=True)
     for subset in ("valid", "test"):
         shutil.copyfile(save / f"{subset}.predictions.tsv", kept / f"{subset}.predictions.tsv")
-    with open(save / "train.log", encoding="utf-8", errors="replace") as f:
-        records = [parse_record(line) for line in f]
-    write_atomic(kept / "curve.jsonl", "".join(json.dumps({"kind": r[0], **r[1]}) + "\n"
-                                               for r in records if r and r[0] != "train"))
+    write_curve(save / "train.log", kept / "curve.jsonl")
     write_atomic(kept / "result.json", json.dumps(result, indent=2) + "\n")
 
 

@@ -31,21 +31,17 @@ With ``--dry-run`` the commands are printed, nothing is run.
 """
 
 import argparse
-import fcntl
 import json
-import os
 import random
-import shlex
-import shutil
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script: the plugin package from this checkout
-from ssan_plugin.train_log import write_curve  # noqa: E402
+from ssan_plugin.run_archive import (Run, RunFailed, execute, locked, log,  # noqa: E402
+                                     run_command, write_atomic)
+
 PY = sys.executable
 FAIRSEQ_TRAIN = str(Path(PY).parent / "fairseq-train")
 SICK = ROOT.parent / "shared" / "data" / "nli" / "sick"
@@ -58,33 +54,6 @@ OPTIM = ["--optimizer", "adam", "--adam-betas", "(0.9,0.98)", "--lr", "0.0005",
 BEST = {"entailment": ["--best-checkpoint-metric", "accuracy", "--maximize-best-checkpoint-metric"],
         "relatedness": ["--best-checkpoint-metric", "mse"]}
 HEADLINE = {"entailment": ("entailment", "accuracy"), "relatedness": ("relatedness", "pearson")}
-
-
-def log(message):
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
-
-
-def run(command, log_path=None, dry=False, env=None):
-    log("$ " + shlex.join(map(str, command)))
-    if dry:
-        return
-    env = {**os.environ, **(env or {})}
-    if log_path is None:
-        subprocess.run(list(map(str, command)), check=True, cwd=ROOT, env=env)
-        return
-    with open(log_path, "a", encoding="utf-8") as f:  # appended: a resumed run keeps its history
-        f.write(f"\n# {time.strftime('%Y-%m-%d %H:%M:%S')} $ {shlex.join(map(str, command))}\n")
-        f.flush()
-        proc = subprocess.run(list(map(str, command)), cwd=ROOT, env=env, stdout=f,
-                              stderr=subprocess.STDOUT)
-    if proc.returncode != 0:
-        raise SystemExit(f"failed (exit {proc.returncode}); see {log_path}")
-
-
-def write_atomic(path: Path, text: str):
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def split_sick(out: Path, valid_pairs: int, seed: int = 1):
@@ -109,9 +78,9 @@ def split_sick(out: Path, valid_pairs: int, seed: int = 1):
 def prepare(raw: Path, dest: Path, extra, dry):
     if (dest / "manifest.json").exists():
         return
-    run([PY, "scripts/prepare_pairs.py", "--format", "sick", "--train", raw / "train.tsv",
-         "--valid", raw / "valid.tsv", "--test", raw / "test.tsv", "--dest", dest,
-         "--overwrite", *extra], dry=dry)
+    run_command([PY, "scripts/prepare_pairs.py", "--format", "sick", "--train", raw / "train.tsv",
+                 "--valid", raw / "valid.tsv", "--test", raw / "test.tsv", "--dest", dest,
+                 "--overwrite", *extra], dry_run=dry)
 
 
 def summarise(archive: Path):
@@ -137,13 +106,44 @@ def summarise(archive: Path):
     write_atomic(archive / "summary.md", "\n".join(lines) + "\n")
 
 
-def archive_run(save: Path, kept: Path, result: dict):
-    """The run's small outputs into the archive directory ``kept`` (result.json last)."""
-    kept.mkdir(parents=True, exist_ok=True)
-    for subset in ("valid", "test"):
-        shutil.copyfile(save / f"{subset}.predictions.tsv", kept / f"{subset}.predictions.tsv")
-    write_curve(save / "train.log", kept / "curve.jsonl")
-    write_atomic(kept / "result.json", json.dumps(result, indent=2) + "\n")
+def pair_run(target, init, encoder, seed, args, data, translation) -> Run:
+    """One run of the plan: train, predict valid and test with the best checkpoint."""
+    name = f"{target}_{init}_{encoder}_s{seed}"
+
+    def train(save):
+        command = [FAIRSEQ_TRAIN, data[init], "--user-dir", "ssan_plugin", "--cpu",
+                   "--task", "sentence_pair", "--pair-target", target,
+                   *MODEL, "--pair-encoder", encoder,
+                   "--criterion", "sentence_pair_loss", *OPTIM,
+                   *BEST[target], "--max-update", args.updates, "--seed", seed,
+                   "--save-dir", save, "--no-epoch-checkpoints",
+                   "--save-interval-updates", args.save_interval,
+                   "--keep-interval-updates", 1, "--log-format", "json",
+                   "--log-interval", 50, "--num-workers", 0]
+        if init == "translation":
+            command += ["--encoder-init", translation[encoder]]
+        return command
+
+    def evaluate(save):
+        return [[PY, "scripts/evaluate_pairs.py", "--data", data[init], "--checkpoint",
+                 f"{name}={save / 'checkpoint_best.pt'}", "--subset", subset, "--json",
+                 save / f"{subset}.json", "--predictions", save / f"{subset}.predictions.tsv",
+                 "--cpu"] for subset in ("valid", "test")]
+
+    def result(save):
+        out = {"target": target, "init": init, "encoder": encoder, "seed": seed,
+               "updates": args.updates}
+        for subset in ("valid", "test"):
+            system = json.loads((save / f"{subset}.json").read_text())["systems"][name]
+            system.pop("checkpoint", None)
+            system.pop("predictions", None)
+            out[subset] = system
+        return out
+
+    skip = (f"no --translation-checkpoint {encoder}=..."
+            if init == "translation" and encoder not in translation else None)
+    return Run(name=name, train=train, evaluate=evaluate, result=result,
+               keep=("valid.predictions.tsv", "test.predictions.tsv"), skip_reason=skip)
 
 
 def main(argv=None):
@@ -176,81 +176,28 @@ def main(argv=None):
     if "translation" in inits and not args.translation_data:
         ap.error("--inits translation needs --translation-data and --translation-checkpoint ENC=CKPT")
 
-    out = args.out
-    out.mkdir(parents=True, exist_ok=True)
-    lock = open(out / ".lock", "w")
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        raise SystemExit(f"another run_pairs.py is running on {out} (one training at a time)")
+    out, archive = args.out, args.archive
+    with locked(out, "run_pairs.py"):
+        raw = split_sick(out, args.valid_pairs) if not args.dry_run else out / "raw"
+        data = {"scratch": out / "data" / "scratch", "translation": out / "data" / "translation"}
+        if "scratch" in inits:
+            prepare(raw, data["scratch"], ["--vocab-size", args.vocab_size], args.dry_run)
+        if "translation" in inits:
+            prepare(raw, data["translation"], ["--translation-data", args.translation_data],
+                    args.dry_run)
+        plan = [(t, i, e, int(s)) for t in args.targets.split(",") for i in inits
+                for e in encoders for s in args.seeds.split(",")]
+        runs = [pair_run(*spec, args, data, translation) for spec in plan]
+        env = {"OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads)}
 
-    raw = split_sick(out, args.valid_pairs) if not args.dry_run else out / "raw"
-    data = {"scratch": out / "data" / "scratch", "translation": out / "data" / "translation"}
-    if "scratch" in inits:
-        prepare(raw, data["scratch"], ["--vocab-size", args.vocab_size], args.dry_run)
-    if "translation" in inits:
-        prepare(raw, data["translation"], ["--translation-data", args.translation_data],
-                args.dry_run)
-    archive = args.archive
-    (out / "runs").mkdir(exist_ok=True)
+        def after_each(archive):
+            summarise(archive)
+            compare_seeds(archive, plan, data, env)
 
-    plan = [(t, i, e, int(s)) for t in args.targets.split(",") for i in inits
-            for e in encoders for s in args.seeds.split(",")]
-    env = {"OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads)}
-    for number, (target, init, encoder, seed) in enumerate(plan, 1):
-        name = f"{target}_{init}_{encoder}_s{seed}"
-        result_path = archive / name / "result.json"
-        if result_path.exists():
-            log(f"[{number}/{len(plan)}] {name}: done, skipped")
-            continue
-        if init == "translation" and encoder not in translation:
-            log(f"[{number}/{len(plan)}] {name}: no --translation-checkpoint {encoder}=..., skipped")
-            continue
-        save = out / "runs" / name
-        save.mkdir(parents=True, exist_ok=True)
-        started = time.time()
-        if not (save / "TRAINED").exists():
-            resumed = (save / "checkpoint_last.pt").exists()
-            log(f"[{number}/{len(plan)}] {name}: {'resuming' if resumed else 'training'}")
-            command = [FAIRSEQ_TRAIN, data[init], "--user-dir", "ssan_plugin", "--cpu",
-                       "--task", "sentence_pair", "--pair-target", target,
-                       *MODEL, "--pair-encoder", encoder,
-                       "--criterion", "sentence_pair_loss", *OPTIM,
-                       *BEST[target], "--max-update", args.updates, "--seed", seed,
-                       "--save-dir", save, "--no-epoch-checkpoints",
-                       "--save-interval-updates", args.save_interval,
-                       "--keep-interval-updates", 1, "--log-format", "json",
-                       "--log-interval", 50, "--num-workers", 0]
-            if init == "translation":
-                command += ["--encoder-init", translation[encoder]]
-            run(command, save / "train.log", args.dry_run, env)
-            if not args.dry_run:
-                (save / "TRAINED").write_text(time.strftime("%Y-%m-%d %H:%M:%S\n"))
-        best = save / "checkpoint_best.pt"
-        scores = {}
-        for subset in ("valid", "test"):
-            json_out = save / f"{subset}.json"
-            run([PY, "scripts/evaluate_pairs.py", "--data", data[init], "--checkpoint",
-                 f"{name}={best}", "--subset", subset, "--json", json_out, "--predictions",
-                 save / f"{subset}.predictions.tsv", "--cpu"], save / "evaluate.log", args.dry_run,
-                env)
-            if not args.dry_run:
-                scores[subset] = json.loads(json_out.read_text())
-        if args.dry_run:
-            continue
-        head, metric = HEADLINE[target]
-        values = {s: scores[s]["systems"][name][head][metric] for s in scores}
-        result = {"name": name, "target": target, "init": init, "encoder": encoder, "seed": seed,
-                  "updates": args.updates, "minutes": round((time.time() - started) / 60, 1),
-                  "valid": scores["valid"]["systems"][name], "test": scores["test"]["systems"][name]}
-        for subset in ("valid", "test"):
-            result[subset].pop("checkpoint", None)
-            result[subset].pop("predictions", None)
-        archive_run(save, archive / name, result)
-        summarise(archive)
-        log(f"[{number}/{len(plan)}] {name}: valid {metric} {values['valid']:.4f}, "
-            f"test {values['test']:.4f} -> {result_path}")
-        compare_seeds(archive, plan, data, env)
+        try:
+            execute(runs, out, archive, env, args.dry_run, after_each)
+        except RunFailed as err:
+            raise SystemExit(str(err)) from None
     log(f"all runs done; {archive / 'summary.md'}")
 
 
@@ -271,8 +218,8 @@ def compare_seeds(archive: Path, plan, data, env):
         systems = []
         for encoder, name in zip(encoders, names):
             systems += ["--pred", f"{encoder}={archive / name / 'test.predictions.tsv'}"]
-        run([PY, "scripts/evaluate_pairs.py", "--data", data[init], *systems, "--subset", "test",
-             "--json", json_out], env=env)
+        run_command([PY, "scripts/evaluate_pairs.py", "--data", data[init], *systems,
+                     "--subset", "test", "--json", json_out], env=env)
 
 
 if __name__ == "__main__":

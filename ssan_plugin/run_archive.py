@@ -1,0 +1,139 @@
+"""Sequential, resumable experiment runs whose results outlive the checkout.
+
+The runners of the sentence-pair and SRL comparisons (``examples/pairs/run_pairs.py``,
+``examples/srl/run_srl.py``) describe each run as a :class:`Run` (a fairseq-train command, the
+evaluation commands that follow it, the files to keep, how to read its result) and hand the
+list to :func:`execute`, which
+
+- takes a lock on ``OUT`` (one runner, so one training at a time, per output directory);
+- skips a run whose ``ARCHIVE/NAME/result.json`` exists: the archive is meant to be committed,
+  so a fresh clone (empty ``OUT``) continues the plan where the last session stopped;
+- trains in ``OUT/runs/NAME`` (fairseq resumes a killed training from its
+  ``checkpoint_last.pt``); ``TRAINED`` marks a finished training, so only the evaluation is
+  redone when it was the step killed;
+- copies the kept files and the learning curve (``curve.jsonl``, from fairseq's json log) into
+  ``ARCHIVE/NAME`` and writes ``result.json`` last (with the run's minutes);
+- calls ``after_each(archive)`` after every archived run (summaries, comparisons as they come).
+
+Commands run with their output appended to a log in the run directory; a failure stops the
+runner with the log's path (:class:`RunFailed`). ``dry_run`` prints the commands only.
+"""
+
+import fcntl
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence
+
+from .train_log import write_curve
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class RunFailed(RuntimeError):
+    """A child command failed; the message names its log."""
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def run_command(command: Sequence, log_path: Optional[Path] = None, dry_run: bool = False,
+                env: Optional[Dict[str, str]] = None) -> None:
+    """Run ``command`` from the project root, its output appended to ``log_path`` (or shown)."""
+    log("$ " + shlex.join(map(str, command)))
+    if dry_run:
+        return
+    env = {**os.environ, **(env or {})}
+    if log_path is None:
+        subprocess.run(list(map(str, command)), check=True, cwd=ROOT, env=env)
+        return
+    with open(log_path, "a", encoding="utf-8") as f:  # appended: a resumed run keeps its history
+        f.write(f"\n# {time.strftime('%Y-%m-%d %H:%M:%S')} $ {shlex.join(map(str, command))}\n")
+        f.flush()
+        proc = subprocess.run(list(map(str, command)), cwd=ROOT, env=env, stdout=f,
+                              stderr=subprocess.STDOUT)
+    if proc.returncode != 0:
+        raise RunFailed(f"{Path(str(command[0])).name} failed (exit {proc.returncode}); "
+                        f"see {log_path}")
+
+
+@contextmanager
+def locked(out: Path, runner: str):
+    """One runner per output directory: a second one stops with a clear message."""
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / ".lock", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SystemExit(f"another {runner} is running on {out} (one training at a time)")
+        yield
+
+
+@dataclass
+class Run:
+    """One training and its evaluation. Paths in commands may use the run directory ``save``
+    given to the builders; ``result(save)`` reads the evaluation's outputs into a dict."""
+
+    name: str
+    train: Callable[[Path], List]  # save dir -> fairseq-train command (--save-dir save)
+    evaluate: Callable[[Path], List[List]]  # save dir -> commands run after training
+    result: Callable[[Path], dict]  # save dir -> result (JSON-able)
+    keep: Sequence[str] = field(default_factory=tuple)  # files of save to archive
+    skip_reason: Optional[str] = None  # set: the run is not possible, logged and skipped
+
+
+def archived(archive: Path, name: str) -> bool:
+    return (archive / name / "result.json").is_file()
+
+
+def execute(runs: Sequence[Run], out: Path, archive: Path, env: Dict[str, str],
+            dry_run: bool = False, after_each: Optional[Callable[[Path], None]] = None) -> int:
+    """Run what the archive does not hold yet (module docstring); returns how many ran."""
+    done = 0
+    for number, run in enumerate(runs, 1):
+        head = f"[{number}/{len(runs)}] {run.name}"
+        if archived(archive, run.name):
+            log(f"{head}: done, skipped")
+            continue
+        if run.skip_reason:
+            log(f"{head}: {run.skip_reason}, skipped")
+            continue
+        save = out / "runs" / run.name
+        save.mkdir(parents=True, exist_ok=True)
+        started = time.time()
+        if not (save / "TRAINED").exists():
+            resumed = (save / "checkpoint_last.pt").exists()
+            log(f"{head}: {'resuming' if resumed else 'training'}")
+            run_command(run.train(save), save / "train.log", dry_run, env)
+            if not dry_run:
+                (save / "TRAINED").write_text(time.strftime("%Y-%m-%d %H:%M:%S\n"))
+        for command in run.evaluate(save):
+            run_command(command, save / "evaluate.log", dry_run, env)
+        if dry_run:
+            continue
+        result = {"name": run.name, **run.result(save),
+                  "minutes": round((time.time() - started) / 60, 1)}
+        kept = archive / run.name
+        kept.mkdir(parents=True, exist_ok=True)
+        for name in run.keep:
+            shutil.copyfile(save / name, kept / name)
+        write_curve(save / "train.log", kept / "curve.jsonl")
+        write_atomic(kept / "result.json", json.dumps(result, indent=2) + "\n")
+        done += 1
+        log(f"{head}: archived in {kept}")
+        if after_each is not None:
+            after_each(archive)
+    return done

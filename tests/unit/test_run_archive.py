@@ -1,0 +1,59 @@
+"""ssan_plugin/run_archive.py with stand-in commands (small Python one-liners instead of
+fairseq-train): archive contents, skipping, the TRAINED marker, failures, the lock."""
+
+import json
+import sys
+
+import pytest
+
+from ssan_plugin.run_archive import Run, RunFailed, execute, locked
+
+TRAIN = ("import sys, pathlib; d = pathlib.Path(sys.argv[1]); d.joinpath('trained').write_text('x'); "
+         "print('2026 | INFO | valid | {\"valid_loss\": \"1.5\", \"valid_num_updates\": \"10\"}')")
+EVAL = "import sys, pathlib, json; pathlib.Path(sys.argv[1]).joinpath('score.json').write_text(json.dumps({'acc': 0.5}))"
+
+
+def make_run(name, fail=False):
+    return Run(
+        name=name,
+        train=lambda save: [sys.executable, "-c", TRAIN, save],
+        evaluate=lambda save: [[sys.executable, "-c", "raise SystemExit(3)" if fail else EVAL, save]],
+        result=lambda save: json.loads((save / "score.json").read_text()),
+        keep=("score.json",))
+
+
+def test_execute_archives_skips_and_resumes_evaluation(tmp_path):
+    out, archive = tmp_path / "out", tmp_path / "archive"
+    seen = []
+    assert execute([make_run("a"), make_run("b")], out, archive, {}, after_each=seen.append) == 2
+    assert seen == [archive, archive]
+    result = json.loads((archive / "a" / "result.json").read_text())
+    assert result["name"] == "a" and result["acc"] == 0.5 and "minutes" in result
+    assert json.loads((archive / "a" / "score.json").read_text()) == {"acc": 0.5}
+    curve = [json.loads(x) for x in (archive / "a" / "curve.jsonl").read_text().splitlines()]
+    assert curve == [{"kind": "valid", "valid_loss": "1.5", "valid_num_updates": "10"}]
+    assert (out / "runs" / "a" / "TRAINED").is_file()
+    # archived: nothing runs again, even with an empty OUT
+    assert execute([make_run("a"), make_run("b")], tmp_path / "fresh", archive, {}) == 0
+    assert not (tmp_path / "fresh" / "runs").exists()
+    # trained but not archived (killed during evaluation): evaluation only
+    (archive / "b" / "result.json").unlink()
+    (out / "runs" / "b" / "trained").unlink()
+    assert execute([make_run("b")], out, archive, {}) == 1
+    assert not (out / "runs" / "b" / "trained").exists()
+
+
+def test_failure_names_the_log_and_archives_nothing(tmp_path):
+    out, archive = tmp_path / "out", tmp_path / "archive"
+    with pytest.raises(RunFailed, match=r"failed \(exit 3\); see .*evaluate.log"):
+        execute([make_run("x", fail=True)], out, archive, {})
+    assert not (archive / "x").exists()
+    skipped = Run(name="y", train=None, evaluate=None, result=None, skip_reason="no checkpoint")
+    assert execute([skipped], out, archive, {}) == 0
+
+
+def test_one_runner_per_output_directory(tmp_path):
+    with locked(tmp_path, "runner.py"):
+        with pytest.raises(SystemExit, match="another runner.py is running on"):
+            with locked(tmp_path, "runner.py"):
+                pass

@@ -132,3 +132,35 @@ def test_every_encoder_trains_and_decodes_conll2005(tiny05, tmp_path, encoder):
 
     pred = read_props(str(out / "pred.props"))
     assert [len(columns) for _, columns in pred] == [2, 1, 0]
+
+
+@pytest.mark.skipif(not EWT.exists(), reason="../shared/data/srl/ewt not available")
+def test_runner_archives_runs_and_compares_props(tmp_path):
+    """examples/srl/run_srl.py on an EWT slice (2 encoders, 1 seed, 2 updates): result, dev
+    props and learning curve (valid f1) archived per run, the comparison made from the
+    archived props, and a second runner on a fresh OUT trains nothing."""
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    _slice(EWT / "train.gold_conll", raw / "train.gold_conll", 40)
+    _slice(EWT / "dev.gold_conll", raw / "dev.gold_conll", 15)
+    archive = tmp_path / "archive"
+    args = [sys.executable, "examples/srl/run_srl.py", "--raw", str(raw), "--archive", str(archive),
+            "--encoders", "san,ssan", "--seeds", "1", "--updates", "2", "--validate-interval", "1",
+            "--threads", "1", "--config", "tiny", "--flags", "--srl-predicate-distance 4"]
+    run([*args, "--out", str(tmp_path / "out")])
+    for encoder in ("san", "ssan"):
+        kept = archive / f"tiny_{encoder}_s1"
+        result = json.loads((kept / "result.json").read_text())
+        assert result["flags"] == ["--srl-predicate-distance", "4"] and result["encoder"] == encoder
+        assert 0 <= result["dev"]["f1"] <= 100
+        curve = [json.loads(x) for x in (kept / "curve.jsonl").read_text().splitlines()]
+        assert [r["valid_num_updates"] for r in curve if r["kind"] == "valid"] == ["1", "2"]
+        assert all("valid_f1" in r for r in curve if r["kind"] == "valid")
+        assert (kept / "dev.pred.props.gz").stat().st_size > 0
+    compare = json.loads((archive / "compare" / "tiny_s1.json").read_text())
+    assert [s["name"] for s in compare["systems"]] == ["san", "ssan"]
+    ssan = json.loads((archive / "tiny_ssan_s1" / "result.json").read_text())
+    assert compare["systems"][1]["f1"] == pytest.approx(ssan["dev"]["f1"])
+    assert "| tiny | ssan | 1 | 2 |" in (archive / "summary.md").read_text()
+    again = run([*args, "--out", str(tmp_path / "fresh")])
+    assert again.stdout.count("done, skipped") == 2 and "fairseq-train" not in again.stdout

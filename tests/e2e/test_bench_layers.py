@@ -27,3 +27,27 @@ def test_layer_bench_toy_size(tmp_path):
     assert all(0 <= float(r["selection_rate"]) <= 1 for r in rows if r["kind"] in ("ssan", "resa"))
     assert "| ssan | 8 |" in proc.stdout and "| resa | 4 |" in proc.stdout
     assert (tmp_path / "bench_encoder_layers.png").stat().st_size > 0
+
+
+def test_model_bench_toy_size(tmp_path):
+    """scripts/bench_ssan.py on a small built-in corpus: both systems trained, every decoding
+    mode timed --decode-repeats times per system (alternating), ratios printed and in the JSON."""
+    import json
+
+    out = tmp_path / "bench.json"
+    proc = subprocess.run(
+        [sys.executable, ROOT / "scripts" / "bench_ssan.py", "--workdir", tmp_path / "work",
+         "--train-pairs", "300", "--updates", "3", "--repeats", "1", "--decode-repeats", "2",
+         "--json", out],
+        capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    result = json.loads(out.read_text())
+    for name in ("baseline", "ssan"):
+        runs = result["runs"][name]
+        assert len(runs["train_wps"]) == 1 and len(runs["peak_rss_mib"]) == 1
+        for mode in ("gen_sps", "gen_sps_fixed_len", "score_sps"):
+            assert len(runs[mode]) == 2 and all(v > 0 for v in runs[mode])
+    med = result["median"]
+    assert result["ratios"]["score_sps"] == med["ssan"]["score_sps"] / med["baseline"]["score_sps"]
+    assert "| teacher-forced scoring sentences/s (train split) |" in proc.stdout
+    assert not list((tmp_path / "work").rglob("*.pt"))  # checkpoints removed

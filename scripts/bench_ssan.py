@@ -111,7 +111,7 @@ def mean_source_pieces(data_bin: Path) -> float:
 def main():
     ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workdir", default="runs/bench")
-    ap.add_argument("--updates", type=positive_int, default=200)
+    ap.add_argument("--updates", type=positive_int, default=200, help="per training (>= 20)")
     ap.add_argument("--repeats", type=positive_int, default=2, help="trainings per system")
     ap.add_argument("--decode-repeats", type=positive_int, default=5,
                     help="timed decodings per system and mode (alternating)")
@@ -143,7 +143,10 @@ def main():
             "--log-format", "simple", "--log-interval", 10, "--seed", 1,
         ])
         wps = [float(w) for w in re.findall(r"train_inner \|.* wps=([0-9.]+)", text)]
-        results[name]["train_wps"].append(statistics.median(wps[1:]))
+        if not wps:
+            sys.exit("bench_ssan.py: error: no training interval was logged (every 10 updates): "
+                     "give --updates 20 or more")
+        results[name]["train_wps"].append(statistics.median(wps[1:] or wps))
         results[name]["peak_rss_mib"].append(rss)
         if name in checkpoints:
             shutil.rmtree(checkpoints[name].parent)

@@ -37,7 +37,7 @@ def test_model_bench_toy_size(tmp_path):
     out = tmp_path / "bench.json"
     proc = subprocess.run(
         [sys.executable, ROOT / "scripts" / "bench_ssan.py", "--workdir", tmp_path / "work",
-         "--train-pairs", "300", "--updates", "3", "--repeats", "1", "--decode-repeats", "2",
+         "--train-pairs", "300", "--updates", "20", "--repeats", "1", "--decode-repeats", "2",
          "--json", out],
         capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]

@@ -400,12 +400,11 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
         key_w = valid.view(bsz, 1, 1, src_len)
         query_w = valid.view(bsz, 1, tgt_len)
 
-        if row_count is not None:  # eval: counted while masking
-            pass
-        elif select.dtype == torch.bool:  # no gradient: counts straight from the mask
-            row_count = (select & (key_w > 0)).sum(-1, dtype=dtype)
-        else:
-            row_count = (select * key_w).sum(-1)  # (B, h, T): selected keys per query
+        if row_count is None:  # (B, h, T): selected keys per query (eval: counted while masking)
+            if select.dtype == torch.bool:  # no gradient: counts straight from the mask
+                row_count = (select & (key_w > 0)).sum(-1, dtype=dtype)
+            else:
+                row_count = (select * key_w).sum(-1)
         pair_count = (row_count * query_w).sum() / n_queries
         pair_rate = (row_count / n_keys.view(bsz, 1, 1) * query_w).sum() / n_queries
 

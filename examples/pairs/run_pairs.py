@@ -83,9 +83,27 @@ def prepare(raw: Path, dest: Path, extra, dry):
                  "--overwrite", *extra], dry_run=dry)
 
 
+def comparison_rows(archive: Path):
+    """Markdown rows from ARCHIVE/compare/*.json: per comparison and system the headline test
+    metric, its difference from the first system and the paired bootstrap p-value."""
+    rows = []
+    for path in sorted((archive / "compare").glob("*.json")):
+        result = json.loads(path.read_text(encoding="utf-8"))
+        for name, system in result["systems"].items():
+            head = "entailment" if "entailment" in system else "relatedness"
+            metric = HEADLINE[head][1]
+            test = result["comparisons"].get(name, {}).get(metric)
+            delta = "(first)" if test is None else f"{test['delta']:+.4g}"
+            p_value = "" if test is None else f"{test['p_value']:.3g}"
+            rows.append(f"| {path.stem} | {name} | {metric} {system[head][metric]:.4g} | "
+                        f"{delta} | {p_value} |")
+    return rows
+
+
 def summarise(archive: Path):
     """ARCHIVE/summary.md: per (target, init, encoder) mean and sd over seeds of the headline
-    test metric (and the valid one), from every ARCHIVE/*/result.json."""
+    test metric (and the valid one), from every ARCHIVE/*/result.json; then the per-seed
+    comparisons (:func:`comparison_rows`)."""
     groups = {}
     for path in sorted(archive.glob("*/result.json")):
         result = json.loads(path.read_text(encoding="utf-8"))
@@ -103,6 +121,11 @@ def summarise(archive: Path):
         metric = HEADLINE[target][1]
         lines.append(f"| {target} | {init} | {encoder} | {len(members)} | {metric} "
                      f"{statistics.mean(test):.4g} ± {sd:.2g} | {statistics.mean(valid):.4g} |")
+    compared = comparison_rows(archive)
+    if compared:
+        lines += ["", "Test split, each encoder against the first of its comparison (paired "
+                  "bootstrap, two-sided, ties counted):", "",
+                  "| comparison | system | test metric | Δ | p |", "|---|---|---|---|---|", *compared]
     write_atomic(archive / "summary.md", "\n".join(lines) + "\n")
 
 
@@ -191,8 +214,8 @@ def main(argv=None):
         env = {"OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads)}
 
         def after_each(archive):
-            summarise(archive)
             compare_seeds(archive, plan, data, env)
+            summarise(archive)
 
         try:
             execute(runs, out, archive, env, args.dry_run, after_each)

@@ -337,9 +337,15 @@ def test_runner_one_at_a_time_and_summary(tmp_path):
         (out / name / "result.json").write_text(json.dumps({
             "target": "relatedness", "init": "scratch", "encoder": "ssan", "seed": seed,
             "valid": {"relatedness": {"pearson": valid}}, "test": {"relatedness": {"pearson": test}}}))
+    (out / "compare").mkdir()
+    (out / "compare" / "relatedness_scratch_s1.json").write_text(json.dumps({
+        "systems": {"san": {"relatedness": {"pearson": 0.5}}, "ssan": {"relatedness": {"pearson": 0.6}}},
+        "comparisons": {"ssan": {"pearson": {"delta": 0.1, "p_value": 0.25}}}}))
     runner.summarise(out)
-    assert (out / "summary.md").read_text().splitlines()[2] == (
-        "| relatedness | scratch | ssan | 2 | pearson 0.7 ± 0.14 | 0.75 |")
+    lines = (out / "summary.md").read_text().splitlines()
+    assert lines[2] == "| relatedness | scratch | ssan | 2 | pearson 0.7 ± 0.14 | 0.75 |"
+    assert lines[-2:] == ["| relatedness_scratch_s1 | san | pearson 0.5 | (first) |  |",
+                          "| relatedness_scratch_s1 | ssan | pearson 0.6 | +0.1 | 0.25 |"]
 
 
 @pytest.mark.skipif(not (NLI / "sick" / "train.tsv").exists(), reason="../shared/data/nli absent")

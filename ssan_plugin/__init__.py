@@ -7,6 +7,7 @@ under torch's weights_only loader (see checkpoint_safety).
 """
 
 import logging
+import sys
 import warnings
 
 # fairseq.tasks.frm_text_to_speech calls logging.basicConfig(level=DEBUG) when fairseq's tasks
@@ -53,5 +54,19 @@ allow_fairseq_checkpoint_globals()
 from . import criterions, models  # noqa: E402,F401  (registrations)
 from .tasks import sentence_pair, srl  # noqa: E402,F401  (register the tasks)
 
-if _LOGGING_UNCONFIGURED and logging.getLogger().level == logging.DEBUG:
-    logging.getLogger().setLevel(logging.INFO)  # what fairseq's own CLIs use
+if _LOGGING_UNCONFIGURED:
+    from .cli import StderrHandler  # noqa: E402
+
+    _root = logging.getLogger()
+    if _root.level == logging.DEBUG:
+        _root.setLevel(logging.INFO)  # what fairseq's own CLIs use
+    # fairseq's basicConfig bound its handler to the sys.stderr of import time; one that
+    # follows the current sys.stderr instead (a caller that redirects it later, e.g. pytest's
+    # capture, would otherwise leave a handler on a closed stream)
+    for _handler in list(_root.handlers):
+        if type(_handler) is logging.StreamHandler and _handler.stream is sys.stderr:
+            _root.removeHandler(_handler)
+            _follower = StderrHandler()
+            _follower.setFormatter(_handler.formatter)
+            _follower.setLevel(_handler.level)
+            _root.addHandler(_follower)

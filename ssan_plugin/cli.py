@@ -59,9 +59,26 @@ def one_line(message) -> str:
 
 # ---------------------------------------------------------------- script entry points
 
+class StderrHandler(logging.StreamHandler):
+    """A stream handler that writes to whatever ``sys.stderr`` is when a record is emitted, not
+    to the object it was when logging was set up: a script's ``main`` called in-process (tests,
+    notebooks) under a redirected stderr does not leave a handler on a stream closed later."""
+
+    def __init__(self):
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value):
+        pass
+
+
 def setup_logging(level=logging.INFO, fmt: str = LOG_FORMAT) -> None:
-    """The scripts' logging: INFO and above on stderr, one format."""
-    logging.basicConfig(format=fmt, level=level, stream=sys.stderr, force=True)
+    """The scripts' logging: INFO and above on (the current) stderr, one format."""
+    logging.basicConfig(format=fmt, level=level, handlers=[StderrHandler()], force=True)
 
 
 def script_main(func: Callable = None, *, prog: Optional[str] = None):

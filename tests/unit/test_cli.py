@@ -132,3 +132,26 @@ def test_importing_the_plugin_leaves_no_debug_logging():
     assert proc.stdout.strip() == "20"
     assert "DEBUG" not in proc.stderr
     assert "INFO:probe:kept" in proc.stderr
+
+
+def test_script_logging_follows_the_current_stderr(capsys):
+    """setup_logging under one redirected stderr, then a record under another: it goes to the
+    stderr of the moment (no "--- Logging error ---" from a closed stream)."""
+    import io
+    import logging
+    import sys
+
+    from ssan_plugin.cli import setup_logging
+
+    first = io.StringIO()
+    saved = sys.stderr
+    try:
+        sys.stderr = first
+        setup_logging()
+        first.close()
+        sys.stderr = second = io.StringIO()
+        logging.getLogger("ssan_plugin.test").info("hello")
+        assert second.getvalue().rstrip().endswith("hello")
+    finally:
+        sys.stderr = saved
+        logging.basicConfig(force=True, handlers=[logging.StreamHandler(saved)])

@@ -1,6 +1,8 @@
 """Shared fixtures: paths, a tiny synthetic data-bin, and a runner for fairseq's CLI tools."""
 
+import logging
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -61,3 +63,28 @@ def tiny_bin(tiny_corpus, tmp_path_factory):
             "--testpref", tiny_corpus / "test", "--destdir", dest, "--joined-dictionary",
             "--workers", 1)
     return dest
+
+
+@pytest.fixture(autouse=True)
+def _log_handlers_on_open_streams():
+    """After each test, a plain logging StreamHandler left on a stream that pytest's capture
+    has closed (a script's main or a library's basicConfig run in-process under capsys) is
+    pointed back at the current stderr, so that later tests do not get "--- Logging error ---"
+    lines in their captured output."""
+    yield
+    loggers = [logging.getLogger()] + [logger for logger in logging.Logger.manager.loggerDict.values()
+                                       if isinstance(logger, logging.Logger)]
+    for logger in loggers:
+        for handler in logger.handlers:
+            stream = getattr(handler, "stream", None)
+            if type(handler) is logging.StreamHandler and getattr(stream, "closed", False):
+                handler.stream = sys.stderr  # (setStream would flush the closed one)
+
+
+LOG_RECORD = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(,\d+)? \| (DEBUG|INFO|WARNING) \| ")
+
+
+def message_lines(stderr: str):
+    """The lines of a script's stderr that are not INFO/DEBUG/WARNING log records (whether a
+    main run in-process logs depends on the logging set-up earlier tests left behind)."""
+    return [line for line in stderr.strip().splitlines() if not LOG_RECORD.match(line)]

@@ -5,6 +5,7 @@ make_probing_data.py, probe.py, induce_trees.py; and their one-line errors for b
 import json
 
 import pytest
+from conftest import message_lines
 from helpers.translation_testlib import PY, SCRIPTS, load_script, prepare, run, train_tiny
 
 MAX_POSITIONS = 512
@@ -81,7 +82,7 @@ def test_show_selection(setup, tmp_path, capsys):
     long = " ".join(["w"] * (MAX_POSITIONS + 5))
     capsys.readouterr()
     assert SHOW.main([*model(setup), "--sentence", long, "--out", str(out)]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    err = message_lines(capsys.readouterr().err)
     assert len(err) == 1 and "more than the model's 512 source positions" in err[0]
     empty = tmp_path / "empty.txt"
     empty.write_text("")
@@ -138,7 +139,7 @@ def test_make_probing_data_and_probe(setup, tmp_path, capsys):
     assert MAKE.main(["--task", "depth", "--conll", str(setup["conll"]), "--out", str(tfile)]) == 2
     assert PROBE.main([*model(setup), "--task", "depth", "--probing-file", str(pfile),
                        "--json", str(out)]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    err = message_lines(capsys.readouterr().err)
     assert len(err) == 2 and all("unknown probing task 'depth'" in e for e in err)
     no_parse = write_conll(tmp_path / "np.gold_conll", TREE_SENTENCES, parse=False)
     assert MAKE.main(["--task", "top_constituent", "--conll", str(no_parse), "--out", str(tfile)]) == 2

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 import pytest
 
 import ssan_plugin  # noqa: F401
-from conftest import PLUGIN_DIR, TINY_MODEL, run_cli
+from conftest import PLUGIN_DIR, TINY_MODEL, message_lines, run_cli
 from helpers.srl_cli import PROPS, WORDS
 from helpers.srl_cli import prepare as prepare_srl
 from helpers.translation_testlib import ENV, SCRIPTS, load_script, train_tiny
@@ -209,7 +209,7 @@ def test_out_of_range_options_in_process(script, argv, expected, capsys):
     with pytest.raises(SystemExit) as exit_info:
         entry(required + argv)
     assert exit_info.value.code == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    err = message_lines(capsys.readouterr().err)
     assert len(err) == 1 and expected in err[0], err
 
 

@@ -24,6 +24,7 @@ from helpers.pairs_cli import (
     write_sick,
     write_snli,
 )
+from conftest import message_lines
 from helpers.translation_testlib import load_script, prepare as prepare_translation, train_tiny
 
 from ssan_plugin.pairs import datadir
@@ -144,7 +145,7 @@ def test_evaluate_pred_files_bad_input(sick, tmp_path, capsys):
         path.write_text("\n".join(lines) + "\n")
         assert EVALUATE.main(["--data", str(data), "--json", str(tmp_path / "e.json"),
                               "--pred", f"x={path}"]) == 2, name
-        err = capsys.readouterr().err.strip().splitlines()
+        err = message_lines(capsys.readouterr().err)
         assert len(err) == 1 and str(path) in err[0] and message in err[0], (name, err)
 
 

@@ -3,7 +3,8 @@
 Use it as ``--user-dir ssan_plugin`` with fairseq-train / -generate / -interactive /
 -validate, or ``import ssan_plugin`` before loading a checkpoint from Python. Importing it
 registers the models, criteria and tasks, and allow-lists the globals fairseq checkpoints need
-under torch's weights_only loader (see checkpoint_safety).
+under torch's weights_only loader (see checkpoint_safety), and stops fairseq's data-prefetch
+threads at exit, which could otherwise abort a finished fairseq-train (see clean_exit).
 """
 
 import logging
@@ -50,6 +51,10 @@ for _message, _module in _FAIRSEQ_STACK_WARNINGS:
 logging.getLogger("fairseq.tasks.text_to_speech").setLevel(logging.WARNING)
 
 allow_fairseq_checkpoint_globals()
+
+from .clean_exit import register as _register_clean_exit  # noqa: E402
+
+_register_clean_exit()  # fairseq-train's prefetch thread could abort the exit (clean_exit)
 
 from . import criterions, models  # noqa: E402,F401  (registrations)
 from .tasks import sentence_pair, srl  # noqa: E402,F401  (register the tasks)

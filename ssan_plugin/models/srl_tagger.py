@@ -3,7 +3,8 @@
 Per instance (one predicate of a sentence): input = word embedding + predicate-indicator
 embedding (2 rows: other word / the predicate) + optionally an embedding of each word's signed
 distance to the predicate, clipped to [-K, K] (``--srl-predicate-distance K``; 0 = none, the
-default) + fairseq's positional embedding, then
+default) + fairseq's positional embedding (in training, ``--srl-word-dropout P`` first replaces
+each word but the predicate by <unk> with probability P), then
 fairseq's TransformerEncoder stack whose self-attention is chosen by ``--srl-encoder``, then a
 linear classifier over the label dictionary. Output: ``(logits (B, T, L), extra)`` with
 ``extra["selection_stats"]`` as in the translation models (empty for plain attention), so the
@@ -38,6 +39,9 @@ class SRLEncoder(VariantTransformerEncoder):
         self.max_distance = int(getattr(args, "srl_predicate_distance", 0) or 0)
         if self.max_distance < 0:
             raise ValueError(f"--srl-predicate-distance must be >= 0, got {self.max_distance}")
+        self.word_dropout = float(getattr(args, "srl_word_dropout", 0) or 0)
+        if not 0 <= self.word_dropout < 1:
+            raise ValueError(f"--srl-word-dropout must be in [0, 1), got {self.word_dropout}")
         self.embed_distance = None
         if self.max_distance > 0:
             self.embed_distance = nn.Embedding(2 * self.max_distance + 1, dim)
@@ -50,11 +54,22 @@ class SRLEncoder(VariantTransformerEncoder):
         offsets = torch.arange(predicate.size(1), device=predicate.device).unsqueeze(0) - position
         return offsets.clamp(-self.max_distance, self.max_distance) + self.max_distance
 
+    def drop_words(self, src_tokens, predicate):
+        """Training only: each word other than the predicate and padding becomes <unk> with
+        probability ``--srl-word-dropout`` (so that <unk>, the embedding of every word unseen
+        in training, is trained). Returns new tokens; the input is not modified."""
+        if not self.training or self.word_dropout == 0:
+            return src_tokens
+        droppable = src_tokens.ne(self.dictionary.pad()) & predicate.ne(1)
+        drop = droppable & (torch.rand(src_tokens.shape, device=src_tokens.device) < self.word_dropout)
+        return src_tokens.masked_fill(drop, self.dictionary.unk())
+
     def forward(self, src_tokens, src_lengths=None, predicate=None, return_all_hiddens=False):
         """src_tokens, predicate: (B, T); predicate is 1 at the predicate word, else 0."""
         if predicate is None:
             raise ValueError("SRLEncoder needs the predicate indicator (B x T)")
-        token_embeddings = self.embed_tokens(src_tokens) + self.embed_predicate(predicate)
+        words = self.drop_words(src_tokens, predicate)
+        token_embeddings = self.embed_tokens(words) + self.embed_predicate(predicate)
         if self.embed_distance is not None:
             token_embeddings = token_embeddings + self.embed_distance(self.predicate_distance(predicate))
         return super().forward(src_tokens, src_lengths, return_all_hiddens, token_embeddings)
@@ -72,6 +87,10 @@ class SRLTaggerModel(FairseqEncoderModel):
         parser.add_argument("--srl-predicate-distance", type=int, metavar="K",
                             help="add an embedding of each word's signed distance to the "
                                  "predicate, clipped to [-K, K]; 0 (default): none")
+        parser.add_argument("--srl-word-dropout", type=float, metavar="P",
+                            help="in training, replace each word other than the predicate by "
+                                 "<unk> with probability P, so that <unk> (every word unseen in "
+                                 "training) gets a trained embedding; 0 (default): never")
 
     @classmethod
     def build_model(cls, args, task):
@@ -108,6 +127,7 @@ def srl_tagger(args):
     """4 layers, 256 dims, 4 heads, pre-norm, learned positions; the chosen variant's defaults."""
     args.srl_encoder = getattr(args, "srl_encoder", None) or "san"
     args.srl_predicate_distance = getattr(args, "srl_predicate_distance", None) or 0
+    args.srl_word_dropout = getattr(args, "srl_word_dropout", None) or 0.0
     if args.srl_encoder not in ENCODER_VARIANTS:
         raise ValueError(f"--srl-encoder {args.srl_encoder!r}: choose from {sorted(ENCODER_VARIANTS)}")
     for variant in ENCODER_VARIANTS.values():

@@ -59,3 +59,39 @@ def test_distance_embedding_enters_the_input(tiny05):
             torch.randn(encoder.embed_distance.weight.shape, generator=torch.Generator().manual_seed(0)))
     changed = encoder(net["src_tokens"], net["src_lengths"], predicate=net["predicate"])
     assert not torch.allclose(changed["encoder_out"][0], out["encoder_out"][0])
+
+
+def test_word_dropout_is_off_by_default_and_in_evaluation(tiny05):
+    _, model = build(tiny05)
+    tokens = torch.tensor([[5, 6, 7, 1]])
+    predicate = torch.tensor([[0, 1, 0, 0]])
+    model.train()
+    assert model.encoder.drop_words(tokens, predicate) is tokens
+    _, model = build(tiny05, "--srl-word-dropout", "0.9")
+    assert model.encoder.drop_words(tokens, predicate) is tokens  # built in eval mode
+
+
+def test_word_dropout_replaces_words_but_never_the_predicate_or_padding(tiny05):
+    _, model = build(tiny05, "--srl-word-dropout", "0.3")
+    words = model.encoder.dictionary
+    model.train()
+    torch.manual_seed(0)
+    tokens = torch.randint(words.nspecial, len(words), (64, 50))
+    tokens[:, 40:] = words.pad()
+    predicate = torch.zeros_like(tokens)
+    predicate[torch.arange(64), torch.randint(0, 40, (64,))] = 1
+    before = tokens.clone()
+    dropped = model.encoder.drop_words(tokens, predicate)
+    assert tokens.equal(before)  # the input is not modified
+    changed = dropped.ne(tokens)
+    assert dropped[changed].eq(words.unk()).all()
+    assert not changed[predicate.eq(1)].any() and not changed[:, 40:].any()
+    droppable = predicate[:, :40].eq(0).sum().item()
+    rate = changed.sum().item() / droppable
+    assert abs(rate - 0.3) < 0.03, rate  # 2,496 draws: sd 0.009
+
+
+def test_word_dropout_out_of_range_is_refused(tiny05):
+    for bad in ("1", "-0.1"):
+        with pytest.raises(ValueError, match=r"--srl-word-dropout must be in \[0, 1\)"):
+            build(tiny05, "--srl-word-dropout", bad)

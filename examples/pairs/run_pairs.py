@@ -24,9 +24,11 @@ Resumable and sequential:
   session stopped; checkpoints stay in OUT): per run ``NAME/result.json`` (evaluate_pairs.py's
   JSON on the test split, plus the valid split's), ``NAME/{valid,test}.predictions.tsv`` and
   ``NAME/curve.jsonl`` (fairseq's train and valid records); ``summary.md`` (mean and standard
-  deviation over seeds) rewritten after every run; per (target, init, seed) with every encoder
-  done, ``compare/TARGET_INIT_sSEED.json``: the encoders' test predictions compared with the
-  first encoder's (``evaluate_pairs.py --pred``, paired bootstrap).
+  deviation over seeds) rewritten after every run; per (target, init, seed) with two encoders or
+  more archived, ``compare/TARGET_INIT_sSEED.json``: the encoders' test predictions compared with the
+  first encoder's (``evaluate_pairs.py --pred``, paired bootstrap); every encoder archived for
+  that target, init and seed takes part, also those of an earlier plan, and the comparison is
+  redone when another one is archived.
 With ``--dry-run`` the commands are printed, nothing is run.
 """
 
@@ -225,22 +227,21 @@ def main(argv=None):
 
 
 def compare_seeds(archive: Path, plan, data, env):
-    """Per (target, init, seed) with every encoder archived: one evaluate_pairs.py --pred call
-    on their test predictions, the first encoder (san by default) the baseline of the paired
-    bootstrap -> ARCHIVE/compare/TARGET_INIT_sSEED.json."""
-    groups = {}
-    for target, init, encoder, seed in plan:
-        groups.setdefault((target, init, seed), []).append(encoder)
-    for (target, init, seed), encoders in groups.items():
-        names = [f"{target}_{init}_{e}_s{seed}" for e in encoders]
+    """Per (target, init, seed) of the plan: every encoder archived for it (the plan's and those
+    of earlier plans, in ENCODERS order, so san is the baseline whenever it is there) compared in
+    one evaluate_pairs.py --pred call, paired bootstrap against the first ->
+    ARCHIVE/compare/TARGET_INIT_sSEED.json; rewritten when the set of archived encoders changed."""
+    for target, init, seed in dict.fromkeys((t, i, s) for t, i, _, s in plan):
+        archived = [(e, archive / f"{target}_{init}_{e}_s{seed}") for e in ENCODERS]
+        archived = [(e, run) for e, run in archived if (run / "result.json").exists()]
         json_out = archive / "compare" / f"{target}_{init}_s{seed}.json"
-        if len(names) < 2 or json_out.exists() or not all(
-                (archive / n / "result.json").exists() for n in names):
+        if len(archived) < 2 or (json_out.exists() and list(json.loads(
+                json_out.read_text(encoding="utf-8"))["systems"]) == [e for e, _ in archived]):
             continue
         json_out.parent.mkdir(parents=True, exist_ok=True)
         systems = []
-        for encoder, name in zip(encoders, names):
-            systems += ["--pred", f"{encoder}={archive / name / 'test.predictions.tsv'}"]
+        for encoder, run in archived:
+            systems += ["--pred", f"{encoder}={run / 'test.predictions.tsv'}"]
         run_command([PY, "scripts/evaluate_pairs.py", "--data", data[init], *systems,
                      "--subset", "test", "--json", json_out], env=env)
 

@@ -373,6 +373,12 @@ def test_runner_archives_runs_and_compares_from_predictions(tmp_path):
     assert "| entailment | scratch | ssan | 1 |" in (archive / "summary.md").read_text()
     again = run([*args, "--out", tmp_path / "fresh"])
     assert again.stdout.count("done, skipped") == 2 and "fairseq-train" not in again.stdout
+    # a later plan with another encoder: the comparison is redone with every archived encoder
+    run([*args[:args.index("--encoders")], "--encoders", "resa", *args[args.index("--encoders") + 2:],
+         "--out", out])
+    compare = json.loads((archive / "compare" / "entailment_scratch_s1.json").read_text())
+    assert list(compare["systems"]) == ["san", "ssan", "resa"]
+    assert compare["comparisons"]["resa"]["against"] == "san"
 
 
 def load_module(path):

@@ -13,7 +13,10 @@ bootstrap (accuracy, Pearson r, MSE; p-value, two-sided; identical predictions g
 The predictions file has one line per pair, in input order: ``pair_ID <TAB> predicted_label
 <TAB> predicted_score`` (``-`` for a head the model lacks); with several checkpoints one file
 per checkpoint, OUT.NAME.tsv. ``--pred`` scores such files instead of checkpoints (same
-metrics and comparisons; every pair of the subset, in order). Bad input: one line
+metrics and comparisons; every pair of the subset, in order). Systems named GROUP@SEED
+(e.g. san@1 san@2 ssan@1 ssan@2) are also pooled per group: mean and sd over seeds, and each
+group's seed mean against the first group's by a paired bootstrap drawing the same pairs for
+every seed (JSON ``groups``). Bad input: one line
 ``evaluate_pairs.py: error: ...``, exit 2.
 The work is ssan_plugin.pairs.evaluate.
 """

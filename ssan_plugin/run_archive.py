@@ -13,7 +13,9 @@ list to :func:`execute`, which
   redone when it was the step killed;
 - copies the kept files and the learning curve (``curve.jsonl``, from fairseq's json log) into
   ``ARCHIVE/NAME`` and writes ``result.json`` last (with the run's minutes);
-- calls ``after_each(archive)`` after every archived run (summaries, comparisons as they come).
+- calls ``after_each(archive)`` after every archived run (summaries, comparisons as they come),
+  and once more at the end when the last run of the list was skipped (a plan already archived
+  still gets summaries and comparisons a newer runner makes).
 
 Commands run with their output appended to a log in the run directory; a failure stops the
 runner with the log's path (:class:`RunFailed`). ``dry_run`` prints the commands only.
@@ -103,8 +105,10 @@ def execute(runs: Sequence[Run], out: Path, archive: Path, env: Dict[str, str],
             dry_run: bool = False, after_each: Optional[Callable[[Path], None]] = None) -> int:
     """Run what the archive does not hold yet (module docstring); returns how many ran."""
     done = 0
+    refreshed = False  # after_each ran after the latest run of the list
     for number, run in enumerate(runs, 1):
         head = f"[{number}/{len(runs)}] {run.name}"
+        refreshed = False
         if archived(archive, run.name):
             log(f"{head}: done, skipped")
             continue
@@ -136,4 +140,7 @@ def execute(runs: Sequence[Run], out: Path, archive: Path, env: Dict[str, str],
         log(f"{head}: archived in {kept}")
         if after_each is not None:
             after_each(archive)
+            refreshed = True
+    if after_each is not None and not dry_run and not refreshed and archive.is_dir():
+        after_each(archive)
     return done

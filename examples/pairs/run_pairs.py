@@ -28,7 +28,9 @@ Resumable and sequential:
   more archived, ``compare/TARGET_INIT_sSEED.json``: the encoders' test predictions compared with the
   first encoder's (``evaluate_pairs.py --pred``, paired bootstrap); every encoder archived for
   that target, init and seed takes part, also those of an earlier plan, and the comparison is
-  redone when another one is archived.
+  redone when another one is archived; per (target, init), ``compare/pooled/TARGET_INIT.json``:
+  every encoder over the seeds all of them have, compared as groups ``ENC@SEED`` (the seed mean
+  against the first encoder's, paired bootstrap with seeds pooled).
 With ``--dry-run`` the commands are printed, nothing is run.
 """
 
@@ -102,10 +104,27 @@ def comparison_rows(archive: Path):
     return rows
 
 
+def pooled_rows(archive: Path):
+    """Markdown rows from ARCHIVE/compare/pooled/*.json: per (target, init) and encoder the
+    headline test metric's mean over seeds, its difference from the first encoder's and the
+    p-value of the paired bootstrap with seeds pooled."""
+    rows = []
+    for path in sorted((archive / "compare" / "pooled").glob("*.json")):
+        result = json.loads(path.read_text(encoding="utf-8"))
+        for group in result["groups"]:
+            metric = "accuracy" if "accuracy" in group["mean"] else "pearson"
+            test = group.get("comparison", {}).get(metric)
+            delta = "(first)" if test is None else f"{test['delta']:+.4g}"
+            p_value = "" if test is None else f"{test['p_value']:.3g}"
+            rows.append(f"| {path.stem} | {group['name']} | {group['n_seeds']} | {metric} "
+                        f"{group['mean'][metric]:.4g} | {delta} | {p_value} |")
+    return rows
+
+
 def summarise(archive: Path):
     """ARCHIVE/summary.md: per (target, init, encoder) mean and sd over seeds of the headline
-    test metric (and the valid one), from every ARCHIVE/*/result.json; then the per-seed
-    comparisons (:func:`comparison_rows`)."""
+    test metric (and the valid one), from every ARCHIVE/*/result.json; then the pooled
+    comparisons (:func:`pooled_rows`) and the per-seed ones (:func:`comparison_rows`)."""
     groups = {}
     for path in sorted(archive.glob("*/result.json")):
         result = json.loads(path.read_text(encoding="utf-8"))
@@ -123,6 +142,12 @@ def summarise(archive: Path):
         metric = HEADLINE[target][1]
         lines.append(f"| {target} | {init} | {encoder} | {len(members)} | {metric} "
                      f"{statistics.mean(test):.4g} ± {sd:.2g} | {statistics.mean(valid):.4g} |")
+    pooled = pooled_rows(archive)
+    if pooled:
+        lines += ["", "Test split, seeds pooled: each encoder's mean over seeds against the first "
+                  "encoder's (paired bootstrap drawing the same test pairs for every seed):", "",
+                  "| comparison | encoder | seeds | test metric (mean) | Δ | p |",
+                  "|---|---|---|---|---|---|", *pooled]
     compared = comparison_rows(archive)
     if compared:
         lines += ["", "Test split, each encoder against the first of its comparison (paired "
@@ -217,6 +242,7 @@ def main(argv=None):
 
         def after_each(archive):
             compare_seeds(archive, plan, data, env)
+            compare_pooled(archive, plan, data, env)
             summarise(archive)
 
         try:
@@ -242,6 +268,33 @@ def compare_seeds(archive: Path, plan, data, env):
         systems = []
         for encoder, run in archived:
             systems += ["--pred", f"{encoder}={run / 'test.predictions.tsv'}"]
+        run_command([PY, "scripts/evaluate_pairs.py", "--data", data[init], *systems,
+                     "--subset", "test", "--json", json_out], env=env)
+
+
+def compare_pooled(archive: Path, plan, data, env):
+    """Per (target, init) of the plan: every encoder archived for every seed that all of them
+    share (at least two encoders, two seeds) compared as groups ENC@SEED, seeds pooled
+    (evaluate_pairs.py --pred) -> ARCHIVE/compare/pooled/TARGET_INIT.json; rewritten when the
+    set of systems changed."""
+    for target, init in dict.fromkeys((t, i) for t, i, _, _ in plan):
+        seeds = {e: {int(p.parent.name.rsplit("_s", 1)[1]) for p in
+                     archive.glob(f"{target}_{init}_{e}_s*/result.json")} for e in ENCODERS}
+        encoders = [e for e in ENCODERS if seeds[e]]
+        common = sorted(set.intersection(*(seeds[e] for e in encoders))) if encoders else []
+        if len(encoders) < 2 or len(common) < 2:
+            continue
+        names = [f"{e}@{s}" for e in encoders for s in common]
+        json_out = archive / "compare" / "pooled" / f"{target}_{init}.json"
+        if json_out.exists() and list(json.loads(
+                json_out.read_text(encoding="utf-8"))["systems"]) == names:
+            continue
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        systems = []
+        for e in encoders:
+            for s in common:
+                path = archive / f"{target}_{init}_{e}_s{s}" / "test.predictions.tsv"
+                systems += ["--pred", f"{e}@{s}={path}"]
         run_command([PY, "scripts/evaluate_pairs.py", "--data", data[init], *systems,
                      "--subset", "test", "--json", json_out], env=env)
 

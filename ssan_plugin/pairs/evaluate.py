@@ -12,12 +12,20 @@ a head the model does not have; score with 4 decimals).
 (written earlier, e.g. kept by an experiment runner without its checkpoints) the same way: the
 file must list exactly the subset's pairs, in input order. Scores are read as written (4
 decimals), so relatedness metrics can differ from the checkpoint's own in the 4th decimal.
+
+Seeds pooled: systems named ``GROUP@SEED`` (e.g. ``ssan@1``) form groups (a name without ``@``
+is a group of its own). The JSON then adds ``groups``: per group ``name``, ``n_seeds``,
+``systems``, the ``mean`` and ``std`` (sample standard deviation; 0 for one seed) over its
+seeds of accuracy, macro F1, Pearson, Spearman and MSE (those its members have), and for every
+group after the first a ``comparison`` against the first: the seed-averaged metric compared by
+a paired bootstrap that draws the same pairs for every seed (``metrics.compare_groups``).
 """
 
 import json
 import os
+import statistics
 from pathlib import Path
-from typing import Dict, Sequence, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 import torch
 from fairseq import checkpoint_utils, utils
@@ -25,7 +33,7 @@ from fairseq import checkpoint_utils, utils
 from ..cli import InputError, check_input_dir, check_output_file, load_checkpoint, read_text
 from . import datadir
 from .corpus import LABELS
-from .metrics import compare, system_metrics
+from .metrics import compare, compare_groups, system_metrics
 
 MISSING = "-"
 
@@ -131,13 +139,56 @@ def _check_heads(gold_columns, heads, subset: str, data: str) -> None:
                                   f"{'entailment label' if head == 'label' else 'relatedness score'}")
 
 
+GROUPED_METRICS = (("entailment", "accuracy"), ("entailment", "macro_f1"),
+                   ("relatedness", "pearson"), ("relatedness", "spearman"), ("relatedness", "mse"))
+
+
+def seed_groups(names: Sequence[str]) -> Dict[str, List[str]]:
+    """{group: member names} for systems named GROUP@SEED, in order of first appearance (a
+    name without '@' is a group of its own); {} when no name has '@'."""
+    if not any("@" in name for name in names):
+        return {}
+    groups: Dict[str, List[str]] = {}
+    for name in names:
+        group = name.split("@", 1)[0]
+        if not group:
+            raise EvaluationError(f"system name {name!r}: expected GROUP@SEED")
+        groups.setdefault(group, []).append(name)
+    return groups
+
+
+def _groups(result: dict, gold_columns, columns: Dict[str, dict], bootstrap_samples: int,
+            seed: int) -> List[dict]:
+    """The JSON's ``groups`` (module docstring), each after the first compared with it."""
+    entries = []
+    groups = seed_groups(list(columns))
+    for name, members in groups.items():
+        entry = {"name": name, "n_seeds": len(members), "systems": members, "mean": {}, "std": {}}
+        for task, metric in GROUPED_METRICS:
+            values = [result["systems"][m].get(task, {}).get(metric) for m in members]
+            if all(v is not None for v in values):
+                entry["mean"][metric] = statistics.fmean(values)
+                entry["std"][metric] = statistics.stdev(values) if len(values) > 1 else 0.0
+        if entries:
+            first = entries[0]
+            entry["comparison"] = {"against": first["name"], **compare_groups(
+                gold_columns, [columns[m] for m in first["systems"]],
+                [columns[m] for m in members], bootstrap_samples, seed)}
+        entries.append(entry)
+    return entries
+
+
 def _finish(result: dict, gold_columns, columns: Dict[str, dict], json_out: str,
             bootstrap_samples: int, seed: int) -> dict:
-    """Each later system against the first (paired bootstrap); write and return the JSON."""
+    """Each later system against the first (paired bootstrap), seed groups when systems are
+    named GROUP@SEED; write and return the JSON."""
     names = list(columns)
     for name in names[1:]:
         result["comparisons"][name] = {"against": names[0], **compare(
             gold_columns, columns[names[0]], columns[name], bootstrap_samples, seed)}
+    groups = _groups(result, gold_columns, columns, bootstrap_samples, seed)
+    if groups:
+        result["groups"] = groups
     Path(json_out).parent.mkdir(parents=True, exist_ok=True)
     with open(json_out, "w", encoding="utf-8") as f:
         json.dump(result, f, indent=2)
@@ -251,4 +302,14 @@ def report(result: dict) -> str:
         lines.append(f"| {name} | {cell(ent.get('accuracy'), 'accuracy')} | "
                      f"{cell(ent.get('macro_f1'))} | {cell(rel.get('pearson'), 'pearson', '{:.4f}')} | "
                      f"{cell(rel.get('spearman'), None, '{:.4f}')} | {cell(rel.get('mse'), 'mse', '{:.4f}')} |")
+    if result.get("groups"):
+        lines += ["", "| group | seeds | metric | mean ± sd | Δ vs first (seeds pooled) | p |",
+                  "|---|---|---|---|---|---|"]
+        for group in result["groups"]:
+            test = group.get("comparison", {})
+            for metric, mean in group["mean"].items():
+                delta = f"{test[metric]['delta']:+.4g}" if metric in test else ""
+                p = f"{test[metric]['p_value']:.3g}" if metric in test else ""
+                lines.append(f"| {group['name']} | {group['n_seeds']} | {metric} | "
+                             f"{mean:.4g} ± {group['std'][metric]:.2g} | {delta} | {p} |")
     return "\n".join(lines) + "\n"

@@ -111,9 +111,9 @@ TESTED = {  # metric -> (head, per-pair statistics, score of the summed statisti
 }
 
 
-def paired_test(baseline_stats: np.ndarray, system_stats: np.ndarray, score, n_samples: int,
-                seed: int) -> dict:
-    """The project's paired bootstrap (ssan_plugin.significance); the one place to swap it."""
+def paired_test(baseline_stats, system_stats, score, n_samples: int, seed: int) -> dict:
+    """The project's paired bootstrap (ssan_plugin.significance); the one place to swap it.
+    Each side: one (N, k) statistics array, or a list of them (seeds pooled)."""
     from ..significance import paired_bootstrap
 
     result = paired_bootstrap(baseline_stats, system_stats, score, n_samples=n_samples, seed=seed)
@@ -121,17 +121,27 @@ def paired_test(baseline_stats: np.ndarray, system_stats: np.ndarray, score, n_s
             "samples": result.n_samples, "identical": result.identical}
 
 
-def compare(gold: Dict[str, list], baseline: Dict[str, list], system: Dict[str, list],
-            n_samples: int = 1000, seed: int = 12345) -> Dict[str, dict]:
-    """{metric: test result} for each metric both systems have; gold/baseline/system map
+def compare_groups(gold: Dict[str, list], baseline: List[Dict[str, list]],
+                   system: List[Dict[str, list]], n_samples: int = 1000,
+                   seed: int = 12345) -> Dict[str, dict]:
+    """{metric: test result} for each metric every member has: the seed-averaged metric of
+    the ``system`` group against the ``baseline`` group's, each resample drawing the same
+    pairs for every seed (``significance.paired_bootstrap`` with seeds pooled). Members map
     ``label`` and ``score`` to per-pair lists (None when a model has no such head)."""
     out = {}
     for metric, (head, stats, score) in TESTED.items():
-        if baseline.get(head) is None or system.get(head) is None:
+        if any(member.get(head) is None for member in baseline + system):
             continue
-        out[metric] = paired_test(stats(gold[head], baseline[head]),
-                                  stats(gold[head], system[head]), score, n_samples, seed)
+        out[metric] = paired_test([stats(gold[head], m[head]) for m in baseline],
+                                  [stats(gold[head], m[head]) for m in system],
+                                  score, n_samples, seed)
     return out
+
+
+def compare(gold: Dict[str, list], baseline: Dict[str, list], system: Dict[str, list],
+            n_samples: int = 1000, seed: int = 12345) -> Dict[str, dict]:
+    """:func:`compare_groups` of one system against one baseline."""
+    return compare_groups(gold, [baseline], [system], n_samples, seed)
 
 
 def system_metrics(gold: Dict[str, list], predicted: Dict[str, Optional[List]]) -> dict:

@@ -126,6 +126,25 @@ def test_every_encoder_trains_and_evaluates(sick, tmp_path):
     for name, test in scored["comparisons"].items():
         assert test["accuracy"] == comparisons[name]["accuracy"]
 
+    # seeds pooled: GROUP@SEED names; two "seeds" of san (san, san_again: the same model) against
+    # ssan and disan; the group's mean is the mean of its members', its test the pooled one
+    by_name = dict(zip(result["systems"], preds))
+    spec = [("san@1", "san"), ("san@2", "san_again"), ("ssan@1", "ssan"), ("ssan@2", "disan")]
+    pooled = tmp_path / "pooled.json"
+    assert EVALUATE.main(["--data", str(data), "--json", str(pooled), "--bootstrap-samples", "200",
+                          *[a for new, old in spec for a in ("--pred", f"{new}={by_name[old]}")]]) == 0
+    groups = json.loads(pooled.read_text())["groups"]
+    assert [(g["name"], g["n_seeds"], g["systems"]) for g in groups] == [
+        ("san", 2, ["san@1", "san@2"]), ("ssan", 2, ["ssan@1", "ssan@2"])]
+    accuracy = {name: s["entailment"]["accuracy"] for name, s in scored["systems"].items()}
+    assert groups[1]["mean"]["accuracy"] == pytest.approx((accuracy["ssan"] + accuracy["disan"]) / 2)
+    assert groups[0]["std"]["accuracy"] == 0  # two identical seeds
+    test = groups[1]["comparison"]
+    assert test["against"] == "san"
+    assert test["accuracy"]["delta"] == pytest.approx(
+        (accuracy["ssan"] + accuracy["disan"]) / 2 - accuracy["san"])
+    assert 0 < test["accuracy"]["p_value"] <= 1 and set(test) >= {"accuracy", "pearson", "mse"}
+
 
 def test_evaluate_pred_files_bad_input(sick, tmp_path, capsys):
     """--pred files out of step with the subset: one line naming the file and line, exit 2."""
@@ -388,3 +407,38 @@ def load_module(path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def test_runner_pools_the_seeds_every_encoder_has(tmp_path, monkeypatch):
+    """compare_pooled: per (target, init) the encoders archived (ENCODERS order) over the seeds
+    all of them share, as ENC@SEED systems; nothing with one encoder or one shared seed; an
+    up-to-date file is not redone. pooled_rows reads the result into the summary."""
+    runner = load_module(RUNNER)
+    archive = tmp_path / "archive"
+    for encoder, seeds in (("ssan", (1, 2, 3)), ("san", (1, 2)), ("disan", (2, 1))):
+        for seed in seeds:
+            (archive / f"entailment_scratch_{encoder}_s{seed}").mkdir(parents=True)
+            (archive / f"entailment_scratch_{encoder}_s{seed}" / "result.json").write_text("{}")
+    (archive / "relatedness_scratch_san_s1").mkdir()
+    (archive / "relatedness_scratch_san_s1" / "result.json").write_text("{}")
+    calls = []
+    monkeypatch.setattr(runner, "run_command", lambda command, **kw: calls.append(command))
+    plan = [("entailment", "scratch", "san", 1), ("relatedness", "scratch", "san", 1)]
+    runner.compare_pooled(archive, plan, {"scratch": tmp_path / "data"}, {})
+    assert len(calls) == 1
+    systems = [a.split("=")[0] for a in calls[0] if "@" in str(a)]
+    assert systems == ["san@1", "san@2", "ssan@1", "ssan@2", "disan@1", "disan@2"]
+    assert calls[0][calls[0].index("--json") + 1] == archive / "compare" / "pooled" / "entailment_scratch.json"
+    pooled = archive / "compare" / "pooled" / "entailment_scratch.json"
+    pooled.parent.mkdir(parents=True, exist_ok=True)
+    pooled.write_text(json.dumps({
+        "systems": dict.fromkeys(systems, {}),
+        "groups": [{"name": "san", "n_seeds": 2, "mean": {"accuracy": 70.0}},
+                   {"name": "ssan", "n_seeds": 2, "mean": {"accuracy": 71.5},
+                    "comparison": {"accuracy": {"delta": 1.5, "p_value": 0.2}}}]}))
+    calls.clear()
+    runner.compare_pooled(archive, plan, {"scratch": tmp_path / "data"}, {})
+    assert calls == []  # up to date
+    assert runner.pooled_rows(archive) == [
+        "| entailment_scratch | san | 2 | accuracy 70 | (first) |  |",
+        "| entailment_scratch | ssan | 2 | accuracy 71.5 | +1.5 | 0.2 |"]

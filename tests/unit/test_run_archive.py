@@ -33,8 +33,10 @@ def test_execute_archives_skips_and_resumes_evaluation(tmp_path):
     curve = [json.loads(x) for x in (archive / "a" / "curve.jsonl").read_text().splitlines()]
     assert curve == [{"kind": "valid", "valid_loss": "1.5", "valid_num_updates": "10"}]
     assert (out / "runs" / "a" / "TRAINED").is_file()
-    # archived: nothing runs again, even with an empty OUT
-    assert execute([make_run("a"), make_run("b")], tmp_path / "fresh", archive, {}) == 0
+    # archived: nothing runs again, even with an empty OUT; summaries are refreshed once
+    assert execute([make_run("a"), make_run("b")], tmp_path / "fresh", archive, {},
+                   after_each=seen.append) == 0
+    assert seen == [archive] * 3
     assert not (tmp_path / "fresh" / "runs").exists()
     # trained but not archived (killed during evaluation): evaluation only
     (archive / "b" / "result.json").unlink()

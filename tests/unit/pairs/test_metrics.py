@@ -7,7 +7,10 @@ import torch
 from ssan_plugin.pairs.corpus import LABELS
 from ssan_plugin.pairs.metrics import (
     TESTED,
+    accuracy_score,
+    accuracy_stats,
     compare,
+    compare_groups,
     entailment_metrics,
     relatedness_distribution,
     relatedness_metrics,
@@ -88,3 +91,36 @@ def test_compare_identical_p_one_and_clear_difference_small_p():
     assert better["accuracy"]["p_value"] < 0.05 and better["mse"]["p_value"] < 0.05
     # a head one system lacks is not compared
     assert set(compare(gold, {"label": PRED, "score": None}, system, n_samples=50)) == {"accuracy"}
+
+
+def test_compare_groups_pools_seeds_with_the_same_resamples():
+    """Two seeds a side: the delta is the difference of the seed-mean metrics, the p-value the
+    project's pooled bootstrap on the per-seed statistics; one member a side is compare()."""
+    from ssan_plugin.significance import paired_bootstrap
+
+    gold = {"label": GOLD, "score": list(Y)}
+    rng = np.random.default_rng(1)
+    members = [{"label": [g if rng.random() < p else str(rng.choice(LABELS)) for g in GOLD],
+                "score": list(Y + rng.normal(0, s, size=60))}
+               for p, s in ((0.5, 1.0), (0.55, 0.9), (0.8, 0.5), (0.85, 0.4))]
+    base, system = members[:2], members[2:]
+    result = compare_groups(gold, base, system, n_samples=300, seed=7)
+    mean = lambda group: np.mean([entailment_metrics(GOLD, m["label"])["accuracy"] for m in group])
+    assert result["accuracy"]["delta"] == pytest.approx(mean(system) - mean(base))
+    direct = paired_bootstrap([accuracy_stats(GOLD, m["label"]) for m in base],
+                              [accuracy_stats(GOLD, m["label"]) for m in system],
+                              accuracy_score, n_samples=300, seed=7)
+    assert result["accuracy"]["p_value"] == direct.p_value < 0.05
+    pearson = lambda group: np.mean([relatedness_metrics(Y, m["score"])["pearson"] for m in group])
+    assert result["pearson"]["delta"] == pytest.approx(pearson(system) - pearson(base))
+    assert compare_groups(gold, base[:1], system[:1], 300, 7) == compare(gold, base[0], system[0], 300, 7)
+
+
+def test_seed_groups_from_names():
+    from ssan_plugin.pairs.evaluate import EvaluationError, seed_groups
+
+    assert seed_groups(["san", "ssan"]) == {}
+    assert seed_groups(["san@1", "ssan@1", "san@2", "disan"]) == {
+        "san": ["san@1", "san@2"], "ssan": ["ssan@1"], "disan": ["disan"]}
+    with pytest.raises(EvaluationError, match="expected GROUP@SEED"):
+        seed_groups(["san@1", "@2"])

@@ -252,31 +252,36 @@ def main(argv=None):
     log(f"all runs done; {archive / 'summary.md'}")
 
 
+def compare_predictions(json_out: Path, systems, data_dir: Path, env) -> None:
+    """evaluate_pairs.py --pred of ``systems`` [(name, test.predictions.tsv)], the first the
+    baseline -> ``json_out``; nothing when ``json_out`` already compares exactly these names."""
+    names = [name for name, _ in systems]
+    if json_out.exists() and list(json.loads(json_out.read_text(encoding="utf-8"))["systems"]) == names:
+        return
+    json_out.parent.mkdir(parents=True, exist_ok=True)
+    preds = [a for name, path in systems for a in ("--pred", f"{name}={path}")]
+    run_command([PY, "scripts/evaluate_pairs.py", "--data", data_dir, *preds,
+                 "--subset", "test", "--json", json_out], env=env)
+
+
 def compare_seeds(archive: Path, plan, data, env):
     """Per (target, init, seed) of the plan: every encoder archived for it (the plan's and those
-    of earlier plans, in ENCODERS order, so san is the baseline whenever it is there) compared in
-    one evaluate_pairs.py --pred call, paired bootstrap against the first ->
-    ARCHIVE/compare/TARGET_INIT_sSEED.json; rewritten when the set of archived encoders changed."""
+    of earlier plans, in ENCODERS order, so san is the baseline whenever it is there) compared,
+    paired bootstrap against the first -> ARCHIVE/compare/TARGET_INIT_sSEED.json; rewritten
+    when the set of archived encoders changed."""
     for target, init, seed in dict.fromkeys((t, i, s) for t, i, _, s in plan):
-        archived = [(e, archive / f"{target}_{init}_{e}_s{seed}") for e in ENCODERS]
-        archived = [(e, run) for e, run in archived if (run / "result.json").exists()]
-        json_out = archive / "compare" / f"{target}_{init}_s{seed}.json"
-        if len(archived) < 2 or (json_out.exists() and list(json.loads(
-                json_out.read_text(encoding="utf-8"))["systems"]) == [e for e, _ in archived]):
-            continue
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        systems = []
-        for encoder, run in archived:
-            systems += ["--pred", f"{encoder}={run / 'test.predictions.tsv'}"]
-        run_command([PY, "scripts/evaluate_pairs.py", "--data", data[init], *systems,
-                     "--subset", "test", "--json", json_out], env=env)
+        runs = [(e, archive / f"{target}_{init}_{e}_s{seed}") for e in ENCODERS]
+        systems = [(e, run / "test.predictions.tsv") for e, run in runs
+                   if (run / "result.json").exists()]
+        if len(systems) >= 2:
+            compare_predictions(archive / "compare" / f"{target}_{init}_s{seed}.json", systems,
+                                data[init], env)
 
 
 def compare_pooled(archive: Path, plan, data, env):
     """Per (target, init) of the plan: every encoder archived for every seed that all of them
     share (at least two encoders, two seeds) compared as groups ENC@SEED, seeds pooled
-    (evaluate_pairs.py --pred) -> ARCHIVE/compare/pooled/TARGET_INIT.json; rewritten when the
-    set of systems changed."""
+    -> ARCHIVE/compare/pooled/TARGET_INIT.json; rewritten when the set of systems changed."""
     for target, init in dict.fromkeys((t, i) for t, i, _, _ in plan):
         seeds = {e: {int(p.parent.name.rsplit("_s", 1)[1]) for p in
                      archive.glob(f"{target}_{init}_{e}_s*/result.json")} for e in ENCODERS}
@@ -284,19 +289,10 @@ def compare_pooled(archive: Path, plan, data, env):
         common = sorted(set.intersection(*(seeds[e] for e in encoders))) if encoders else []
         if len(encoders) < 2 or len(common) < 2:
             continue
-        names = [f"{e}@{s}" for e in encoders for s in common]
-        json_out = archive / "compare" / "pooled" / f"{target}_{init}.json"
-        if json_out.exists() and list(json.loads(
-                json_out.read_text(encoding="utf-8"))["systems"]) == names:
-            continue
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        systems = []
-        for e in encoders:
-            for s in common:
-                path = archive / f"{target}_{init}_{e}_s{s}" / "test.predictions.tsv"
-                systems += ["--pred", f"{e}@{s}={path}"]
-        run_command([PY, "scripts/evaluate_pairs.py", "--data", data[init], *systems,
-                     "--subset", "test", "--json", json_out], env=env)
+        systems = [(f"{e}@{s}", archive / f"{target}_{init}_{e}_s{s}" / "test.predictions.tsv")
+                   for e in encoders for s in common]
+        compare_predictions(archive / "compare" / "pooled" / f"{target}_{init}.json", systems,
+                            data[init], env)
 
 
 if __name__ == "__main__":

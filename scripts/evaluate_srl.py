@@ -24,8 +24,12 @@ Each system is scored against G and compared with the first by a paired bootstra
 sentences on per-sentence (correct, excess, missed), F1 = 200c/(2c+e+m); two-sided, ties
 counted, add-one, identical outputs get p = 1 (README "Significance"). JSON: systems[].name,
 precision, recall, f1, correct, excess, missed, per_label, by_length, by_distance and, after
-the first, delta, p_value, identical; a markdown table is printed. Definitions:
-ssan_plugin.srl.compare. Bad input: one line ``evaluate_srl.py: error: ...``, exit 2.
+the first, delta, p_value, identical; a markdown table is printed. Seeds pooled: systems
+named GROUP@SEED (san@1, san@2, ssan@1, ...) are compared with the first group's same seed,
+and the JSON gains groups[].name, n_seeds, systems, mean/std of precision, recall, f1 and,
+after the first group, delta and p_value (the paired bootstrap of the seed-mean F1, the same
+sentences resampled for every seed). Definitions: ssan_plugin.srl.compare. Bad input: one line
+``evaluate_srl.py: error: ...``, exit 2.
 """
 
 import argparse

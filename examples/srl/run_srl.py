@@ -17,9 +17,11 @@ Archive (``--archive``, default examples/srl/experiments, committed; built on
 ssan_plugin.run_archive, so a fresh clone skips archived runs and a killed run resumes):
 per run ``CONFIG_ENC_sSEED/result.json`` (overall P/R/F1 and counts, the flags),
 ``dev.pred.props.gz`` and ``curve.jsonl`` (fairseq's train and valid records, valid ``f1``
-included); ``summary.md`` (mean ± sd of dev F1 over seeds) after every run; per (config,
-seed) with every encoder archived, ``compare/CONFIG_sSEED.json``: evaluate_srl.py's paired
-bootstrap of each encoder against the first on the archived props.
+included); per (config, seed) with every encoder archived, ``compare/CONFIG_sSEED.json``:
+evaluate_srl.py's paired bootstrap of each encoder against the first on the archived props;
+``compare/pooled/CONFIG.json``: the same over every such seed, pooled (ENC@SEED names);
+``summary.md`` (mean ± sd of dev F1 over seeds, and the pooled comparisons) and
+``curves.png`` (dev F1 against updates, every run, a panel per configuration) after every run.
 """
 
 import argparse
@@ -98,7 +100,7 @@ def summarise(archive: Path) -> None:
         updates = ",".join(sorted({str(r["updates"]) for r in runs}))
         lines.append(f"| {config} | {encoder} | {len(runs)} | {updates} | {p:.2f} | {rec:.2f} | "
                      f"{statistics.mean(f1):.2f} ± {sd:.2f} |")
-    write_atomic(archive / "summary.md", "\n".join(lines) + "\n")
+    write_atomic(archive / "summary.md", "\n".join(lines) + "\n" + pooled_table(archive))
 
 
 def compare_seeds(archive: Path, config: str, encoders, seeds, gold: Path, env) -> None:
@@ -116,6 +118,87 @@ def compare_seeds(archive: Path, config: str, encoders, seeds, gold: Path, env) 
             systems += ["--pred-props", f"{encoder}={archive / name / 'dev.pred.props.gz'}"]
         run_command([PY, "scripts/evaluate_srl.py", "--gold-props", gold, *systems,
                      "--json", out], env=env)
+
+
+def compare_pooled(archive: Path, config: str, encoders, gold: Path, env) -> None:
+    """Every seed with every encoder archived, pooled: evaluate_srl.py --pred-props ENC@SEED
+    (each encoder's seed-mean F1 against the first's, paired bootstrap resampling the same
+    sentences for every seed) -> ARCHIVE/compare/pooled/CONFIG.json, redone when seeds join."""
+    if len(encoders) < 2:
+        return
+    seeds = sorted({int(p.parent.name.rsplit("_s", 1)[1])
+                    for p in archive.glob(f"{config}_{encoders[0]}_s*/result.json")})
+    seeds = [seed for seed in seeds if all(
+        (archive / f"{config}_{e}_s{seed}" / "result.json").exists() for e in encoders)]
+    if not seeds:
+        return
+    names = [f"{e}@{seed}" for e in encoders for seed in seeds]
+    out = archive / "compare" / "pooled" / f"{config}.json"
+    if out.exists() and [s["name"] for s in json.loads(out.read_text())["systems"]] == names:
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    systems = []
+    for e in encoders:
+        for seed in seeds:
+            props = archive / f"{config}_{e}_s{seed}" / "dev.pred.props.gz"
+            systems += ["--pred-props", f"{e}@{seed}={props}"]
+    run_command([PY, "scripts/evaluate_srl.py", "--gold-props", gold, *systems, "--json", out],
+                env=env)
+
+
+def pooled_table(archive: Path) -> str:
+    """Markdown of every compare/pooled/CONFIG.json: seed-mean F1 ± sd, delta and p."""
+    lines = []
+    for path in sorted((archive / "compare" / "pooled").glob("*.json")):
+        report = json.loads(path.read_text(encoding="utf-8"))
+        for k, g in enumerate(report.get("groups", [])):
+            delta = "(baseline)" if k == 0 else f"{g['delta']:+.2f}"
+            p = "" if k == 0 else f"{g['p_value']:.3f}"
+            lines.append(f"| {path.stem} | {g['name']} | {g['n_seeds']} | "
+                         f"{g['mean']['f1']:.2f} ± {g['std']['f1']:.2f} | {delta} | {p} |")
+    if not lines:
+        return ""
+    return ("\nSeeds pooled (dev F1 mean ± sd; Δ and p against the first encoder: paired "
+            "bootstrap over sentences of the seed-mean F1):\n\n"
+            "| config | encoder | seeds | dev F1 | Δ F1 | p |\n|---|---|---|---|---|---|\n"
+            + "\n".join(lines) + "\n")
+
+
+def plot_curves(archive: Path) -> None:
+    """ARCHIVE/curves.png: dev F1 against updates, one line per archived run (from its
+    curve.jsonl valid records), one panel per configuration."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    curves = {}
+    for path in sorted(archive.glob("*/curve.jsonl")):
+        points = []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            if record["kind"] == "valid" and "valid_f1" in record:
+                points.append((int(float(record["valid_num_updates"])), float(record["valid_f1"])))
+        config = json.loads((path.parent / "result.json").read_text(encoding="utf-8"))["config"]
+        curves.setdefault(config, []).append((path.parent.name, sorted(points)))
+    if not curves:
+        return
+    fig, axes = plt.subplots(1, len(curves), figsize=(4.5 * len(curves), 3.6), squeeze=False,
+                             sharey=True)
+    for ax, (config, runs) in zip(axes[0], sorted(curves.items())):
+        for name, points in runs:
+            ax.plot([u for u, _ in points], [f for _, f in points], marker=".",
+                    label=name[len(config) + 1:])
+        ax.set_title(config)
+        ax.set_xlabel("updates")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    axes[0][0].set_ylabel("dev span F1")
+    fig.tight_layout()
+    tmp = archive / "curves.tmp.png"
+    fig.savefig(tmp, dpi=100)
+    plt.close(fig)
+    tmp.replace(archive / "curves.png")
 
 
 def main(argv=None):
@@ -149,8 +232,10 @@ def main(argv=None):
         runs = [srl_run(args.config, flags, e, s, args, data) for s in seeds for e in encoders]
 
         def after_each(archive):
-            summarise(archive)
             compare_seeds(archive, args.config, encoders, seeds, data / "valid.props", env)
+            compare_pooled(archive, args.config, encoders, data / "valid.props", env)
+            summarise(archive)
+            plot_curves(archive)
 
         try:
             execute(runs, out, archive, env, args.dry_run, after_each)

@@ -31,6 +31,7 @@ import torch
 from fairseq import checkpoint_utils, utils
 
 from ..cli import InputError, check_input_dir, check_output_file, load_checkpoint, read_text
+from ..seed_groups import group_order, has_groups
 from . import datadir
 from .corpus import LABELS
 from .metrics import compare, compare_groups, system_metrics
@@ -144,17 +145,12 @@ GROUPED_METRICS = (("entailment", "accuracy"), ("entailment", "macro_f1"),
 
 
 def seed_groups(names: Sequence[str]) -> Dict[str, List[str]]:
-    """{group: member names} for systems named GROUP@SEED, in order of first appearance (a
-    name without '@' is a group of its own); {} when no name has '@'."""
-    if not any("@" in name for name in names):
+    """{group: member names} for systems named GROUP@SEED (``ssan_plugin.seed_groups``), in
+    order of first appearance (a name without '@' is a group of its own); {} when no name has
+    '@'."""
+    if not has_groups(names):
         return {}
-    groups: Dict[str, List[str]] = {}
-    for name in names:
-        group = name.split("@", 1)[0]
-        if not group:
-            raise EvaluationError(f"system name {name!r}: expected GROUP@SEED")
-        groups.setdefault(group, []).append(name)
-    return groups
+    return {group: [names[i] for i in members] for group, members in group_order(names).items()}
 
 
 def _groups(result: dict, gold_columns, columns: Dict[str, dict], bootstrap_samples: int,

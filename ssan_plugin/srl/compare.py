@@ -16,6 +16,13 @@ and compares each system with the first by ``significance.paired_bootstrap`` ove
 for tag (spacing aside). Two different outputs with the same per-sentence counts also get
 p = 1, but are not ``identical``.
 
+Seeds pooled: systems named ``GROUP@SEED`` (``ssan_plugin.seed_groups``; e.g. ``san@1``,
+``san@2``, ``ssan@1``, ``ssan@2``) are each compared with the first group's system of the same
+seed (else with the first system), and the report gains ``groups``: per group the mean and
+standard deviation over seeds of P, R and F1, and for each group after the first the delta of
+the seed-mean F1 and the p-value of the paired bootstrap that resamples the same sentences for
+every seed (``pooled_groups``).
+
 Breakdowns, per system (each bucket's precision / recall / F1 from the counts summed over it,
 as the scorer computes them overall):
 
@@ -50,6 +57,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..cli import InputError, check_input_file, check_output_file
+from ..seed_groups import SeedGroupError, group_order, has_groups, same_seed_baseline
 from ..significance import DEFAULT_BOOTSTRAP_SAMPLES, DEFAULT_SEED, paired_bootstrap
 from .brackets import BracketError, Phrase, parse_brackets
 from .props import PropsSentence, read_props
@@ -270,6 +278,12 @@ def compare_props(gold_path: str, systems: Sequence[Tuple[str, str]],
     for name in names:
         if names.count(name) > 1:
             raise CompareError(f"--pred-props: system name {name!r} is given twice")
+    try:  # every name checked before any scoring
+        grouped = has_groups(names)
+        if grouped:
+            group_order(names)
+    except SeedGroupError as err:
+        raise CompareError(f"--pred-props: {err}") from None
     gold = read_checked(gold_path, "--gold-props", f"--gold-props {gold_path}")
     if not gold.sentences:
         raise CompareError(f"--gold-props {gold_path} has no sentences")
@@ -279,11 +293,12 @@ def compare_props(gold_path: str, systems: Sequence[Tuple[str, str]],
         check_aligned(gold, pred)
         preds.append((name, pred))
     scored = [score_system(gold, name, pred) for name, pred in preds]
-    base = scored[0]
+    against = same_seed_baseline(names) if grouped else [0] * len(names)
     out = []
     for k, system in enumerate(scored):
         entry = dict(system.entry)
         if k > 0:
+            base = scored[against[k]]
             result = paired_bootstrap(base.stats, system.stats, f1_score, n_samples, seed)
             identical = system.props.sentences == base.props.sentences
             entry.update(compared_with=base.name, delta=result.delta, p_value=result.p_value,
@@ -299,12 +314,40 @@ def compare_props(gold_path: str, systems: Sequence[Tuple[str, str]],
         "definitions": DEFINITIONS,
         "systems": out,
     }
+    if grouped:
+        report["groups"] = pooled_groups(scored, n_samples, seed)
     if json_path is not None:
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
         with open(json_path, "w", encoding="utf-8") as f:
             json.dump(report, f, indent=2)
             f.write("\n")
     return report
+
+
+def pooled_groups(scored: Sequence[SystemScore], n_samples: int, seed: int) -> List[dict]:
+    """Seeds pooled (``ssan_plugin.seed_groups``): per group ``name``, ``systems``,
+    ``n_seeds``, ``mean`` and ``std`` (sample standard deviation, 0 for one seed) of
+    precision, recall and F1 over its seeds; each group after the first also ``delta`` (mean
+    F1 minus the first group's) and ``p_value``: the paired bootstrap over sentences of the
+    seed-mean F1, the same resampled sentences for every seed."""
+    entries, base = [], None
+    for k, (group, members) in enumerate(group_order([s.name for s in scored]).items()):
+        systems = [scored[i] for i in members]
+        entry = {"name": group, "systems": [s.name for s in systems], "n_seeds": len(systems),
+                 "mean": {}, "std": {}}
+        for metric in ("precision", "recall", "f1"):
+            values = [s.entry[metric] for s in systems]
+            entry["mean"][metric] = float(np.mean(values))
+            entry["std"][metric] = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+        stats = [s.stats for s in systems]
+        if k == 0:
+            base = stats
+        else:
+            result = paired_bootstrap(base, stats, f1_score, n_samples, seed)
+            entry.update(compared_with=entries[0]["name"], delta=result.delta,
+                         p_value=result.p_value, identical=result.identical)
+        entries.append(entry)
+    return entries
 
 
 # ---------------------------------------------------------------- report
@@ -337,6 +380,17 @@ def markdown(report: dict) -> str:
         lines.append(f"| {s['name']} | {s['precision']:.2f} | {s['recall']:.2f} | "
                      f"{s['f1']:.2f} | {delta} | {vs} | {p} | {s['correct']} | {s['excess']} | "
                      f"{s['missed']} |")
+    if report.get("groups"):
+        lines += ["", "Seeds pooled (mean ± sd over seeds; p: paired bootstrap of the seed-mean "
+                      "F1 against the first group):", "",
+                  "| group | seeds | P | R | F1 | Δ F1 | p-value |", "|---|---|---|---|---|---|---|"]
+        for k, g in enumerate(report["groups"]):
+            mean, std = g["mean"], g["std"]
+            delta = "(baseline)" if k == 0 else f"{g['delta']:+.2f}"
+            p = "" if k == 0 else _p_cell(g)
+            lines.append(f"| {g['name']} | {g['n_seeds']} | {mean['precision']:.2f} | "
+                         f"{mean['recall']:.2f} | {mean['f1']:.2f} ± {std['f1']:.2f} | {delta} | "
+                         f"{p} |")
     labels = sorted({label for s in systems for label in s["per_label"]})
     if labels:
         gold_n = {}

@@ -1,9 +1,9 @@
 """Comparing systems beyond one corpus score: seeds pooled into groups, BLEU by source length.
 
-- Groups: a system named ``GROUP@SEED`` (``ssan@1``, ``ssan@2``) belongs to group ``GROUP``; a
-  name without ``@`` is a group of one. Groups keep the order of their first system; the first
-  group is the baseline. Each group gets its seed-mean BLEU and standard deviation, and against
-  the baseline group a delta and the pooled paired bootstrap p-value
+- Groups (``ssan_plugin.seed_groups``): a system named ``GROUP@SEED`` (``ssan@1``, ``ssan@2``)
+  belongs to group ``GROUP``; the first group is the baseline. Each group gets its seed-mean
+  BLEU and standard deviation, and against the baseline group a delta and the pooled paired
+  bootstrap p-value
   (``significance.paired_bootstrap`` with one statistics array per seed: the same sentence ids
   for every seed, seed-averaged corpus BLEU compared).
 - Length buckets: source sentences by their number of whitespace-separated words, buckets
@@ -12,68 +12,16 @@
   sentence scores.
 """
 
-from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence
+from typing import List, Sequence
 
 import numpy as np
 
+from ..seed_groups import group_order
 from ..significance import ScoreFn, paired_bootstrap
 from .textio import PipelineError
 
 #: (min_len, max_len) in source words; the last bucket is open-ended
 LENGTH_BUCKETS = ((1, 10), (11, 20), (21, 30), (31, 40), (41, 1_000_000))
-
-
-@dataclass
-class GroupMember:
-    group: str
-    seed: Optional[str]  # None: a name without "@"
-
-
-def parse_member(name: str) -> GroupMember:
-    group, sep, seed = name.rpartition("@")
-    if not sep:
-        return GroupMember(group=name, seed=None)
-    if not group or not seed:
-        raise PipelineError(f"system name {name!r}: expected GROUP@SEED (e.g. ssan@1), with "
-                            f"a non-empty group and seed")
-    return GroupMember(group=group, seed=seed)
-
-
-def has_groups(names: Sequence[str]) -> bool:
-    return any(parse_member(n).seed is not None for n in names)
-
-
-def group_order(names: Sequence[str]) -> Dict[str, List[int]]:
-    """Group name -> indices of its systems, groups in order of first appearance; a seed may
-    appear once per group."""
-    groups: Dict[str, List[int]] = {}
-    seeds: Dict[str, set] = {}
-    for i, name in enumerate(names):
-        member = parse_member(name)
-        seen = seeds.setdefault(member.group, set())
-        if seen and (member.seed is None or None in seen):
-            raise PipelineError(f"group {member.group!r} mixes a system without a seed with "
-                                f"others: name every system of a group GROUP@SEED")
-        if member.seed in seen:
-            raise PipelineError(f"group {member.group!r} has seed {member.seed} twice")
-        seen.add(member.seed)
-        groups.setdefault(member.group, []).append(i)
-    return groups
-
-
-def same_seed_baseline(names: Sequence[str]) -> List[int]:
-    """For each system, the index it is compared with: the baseline group's system of the same
-    seed when there is one, else the first system."""
-    base_group = parse_member(names[0]).group
-    by_seed = {parse_member(n).seed: i for i, n in enumerate(names)
-               if parse_member(n).group == base_group}
-    out = []
-    for i, name in enumerate(names):
-        seed = parse_member(name).seed
-        j = by_seed.get(seed, 0) if seed is not None else 0
-        out.append(0 if j == i else j)  # the baseline group's own seeds: against the first
-    return out
 
 
 def pooled_groups(names: Sequence[str], stats: Sequence[np.ndarray], score: ScoreFn,

@@ -154,8 +154,8 @@ def evaluate(cfg: EvalConfig) -> dict:
     from ..significance import (DEFAULT_BOOTSTRAP_SAMPLES, DEFAULT_RANDOMIZATION_TRIALS,
                                 DEFAULT_SEED, paired_bootstrap, paired_randomization,
                                 sacrebleu_score_fn, sacrebleu_stats)
-    from .comparison import (by_length, has_groups, plot_by_length, pooled_groups,
-                             same_seed_baseline, source_lengths)
+    from ..seed_groups import has_groups, same_seed_baseline
+    from .comparison import by_length, plot_by_length, pooled_groups, source_lengths
 
     if cfg.paired not in ("bs", "ar"):
         raise PipelineError(f"paired test must be 'bs' or 'ar', got {cfg.paired!r}")

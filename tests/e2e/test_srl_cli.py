@@ -162,5 +162,19 @@ def test_runner_archives_runs_and_compares_props(tmp_path):
     ssan = json.loads((archive / "tiny_ssan_s1" / "result.json").read_text())
     assert compare["systems"][1]["f1"] == pytest.approx(ssan["dev"]["f1"])
     assert "| tiny | ssan | 1 | 2 |" in (archive / "summary.md").read_text()
+    pooled = archive / "compare" / "pooled" / "tiny.json"
+    assert [s["name"] for s in json.loads(pooled.read_text())["systems"]] == ["san@1", "ssan@1"]
     again = run([*args, "--out", str(tmp_path / "fresh")])
     assert again.stdout.count("done, skipped") == 2 and "fairseq-train" not in again.stdout
+    # a second seed joins: the pooled comparison is redone over both seeds
+    at = args.index("--seeds") + 1
+    run([*args[:at], "2", *args[at + 1:], "--out", str(tmp_path / "out")])
+    report = json.loads(pooled.read_text())
+    assert [s["name"] for s in report["systems"]] == ["san@1", "san@2", "ssan@1", "ssan@2"]
+    san, ssan = report["groups"]
+    assert san["n_seeds"] == ssan["n_seeds"] == 2 and "p_value" in ssan
+    f1 = [json.loads((archive / f"tiny_ssan_s{k}" / "result.json").read_text())["dev"]["f1"]
+          for k in (1, 2)]
+    assert ssan["mean"]["f1"] == pytest.approx(sum(f1) / 2)
+    assert "| tiny | ssan | 2 |" in (archive / "summary.md").read_text()
+    assert (archive / "curves.png").stat().st_size > 0

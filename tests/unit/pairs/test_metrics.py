@@ -117,10 +117,13 @@ def test_compare_groups_pools_seeds_with_the_same_resamples():
 
 
 def test_seed_groups_from_names():
-    from ssan_plugin.pairs.evaluate import EvaluationError, seed_groups
+    from ssan_plugin.pairs.evaluate import seed_groups
+    from ssan_plugin.seed_groups import SeedGroupError
 
     assert seed_groups(["san", "ssan"]) == {}
     assert seed_groups(["san@1", "ssan@1", "san@2", "disan"]) == {
         "san": ["san@1", "san@2"], "ssan": ["ssan@1"], "disan": ["disan"]}
-    with pytest.raises(EvaluationError, match="expected GROUP@SEED"):
+    with pytest.raises(SeedGroupError, match="expected GROUP@SEED"):
         seed_groups(["san@1", "@2"])
+    with pytest.raises(SeedGroupError, match="has seed 1 twice"):
+        seed_groups(["san@1", "san@1"])

@@ -352,3 +352,44 @@ def test_checkpoint_mode_is_still_chosen_by_checkpoint(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["--checkpoint", "c", "--gold-props", "g", "--pred-props", "p"])
     assert "required: --data, --json" in capsys.readouterr().err
+
+
+def test_seeds_pooled_against_direct_bootstrap(files, tmp_path):
+    """GROUP@SEED: each system against the first group's same seed; groups[] holds the
+    seed means and sds of P/R/F1 and, for the second group, the pooled paired bootstrap of
+    the seed-mean F1, equal to a direct call on the per-sentence counts; one seed per group is
+    the plain two-system comparison; a bad name is one clear error."""
+    import numpy as np
+
+    from ssan_plugin.significance import paired_bootstrap
+    from ssan_plugin.srl.compare import f1_score
+
+    g = str(files["gold"])
+    systems = [("san@1", str(files["bad"])), ("san@2", str(files["good"])),
+               ("ssan@2", str(files["good"])), ("ssan@1", str(files["good"]))]
+    report = compare_props(g, systems, n_samples=200, seed=3)
+    by_name = {s["name"]: s for s in report["systems"]}
+    assert by_name["ssan@1"]["compared_with"] == "san@1"
+    assert by_name["ssan@2"]["compared_with"] == "san@2" and by_name["ssan@2"]["identical"]
+    san, ssan = report["groups"]
+    assert (san["name"], san["systems"], san["n_seeds"]) == ("san", ["san@1", "san@2"], 2)
+    f1s = [by_name["san@1"]["f1"], by_name["san@2"]["f1"]]
+    assert san["mean"]["f1"] == pytest.approx(np.mean(f1s))
+    assert san["std"]["f1"] == pytest.approx(np.std(f1s, ddof=1))
+    assert ssan["std"]["f1"] == 0.0
+    gold = read_checked(g, "g", "g")
+    stats = {n: score_system(gold, n, read_checked(p, n, n)).stats for n, p in systems}
+    direct = paired_bootstrap([stats["san@1"], stats["san@2"]], [stats["ssan@1"], stats["ssan@2"]],
+                              f1_score, n_samples=200, seed=3)
+    assert ssan["delta"] == pytest.approx(direct.delta) == pytest.approx(ssan["mean"]["f1"] - san["mean"]["f1"])
+    assert ssan["p_value"] == direct.p_value and ssan["compared_with"] == "san"
+    assert "Seeds pooled" in markdown(report) and "| ssan | 2 |" in markdown(report)
+
+    one = compare_props(g, [("san@1", str(files["bad"])), ("ssan@1", str(files["good"]))],
+                        n_samples=200, seed=3)
+    plain = compare_props(g, [("san", str(files["bad"])), ("ssan", str(files["good"]))],
+                          n_samples=200, seed=3)
+    assert one["groups"][1]["p_value"] == plain["systems"][1]["p_value"]
+    assert "groups" not in plain
+    with pytest.raises(CompareError, match="mixes a system without a seed"):
+        compare_props(g, [("san", str(files["bad"])), ("san@1", str(files["good"]))])

@@ -6,7 +6,10 @@ distance to the predicate, clipped to [-K, K] (``--srl-predicate-distance K``; 0
 default) + fairseq's positional embedding (in training, ``--srl-word-dropout P`` first replaces
 each word but the predicate by <unk> with probability P), then
 fairseq's TransformerEncoder stack whose self-attention is chosen by ``--srl-encoder``, then a
-linear classifier over the label dictionary. Output: ``(logits (B, T, L), extra)`` with
+classifier over the label dictionary: ``--srl-classifier linear`` (default) maps each word's
+encoder state h_j to label logits; ``predicate-mlp`` scores the pair (h_j, h_p) of the word and
+the predicate's state: W2 relu(W1 [h_j; h_p]) (hidden size = the embed dim, dropout between), so
+that a label can depend on the word and the predicate jointly. Output: ``(logits (B, T, L), extra)`` with
 ``extra["selection_stats"]`` as in the translation models (empty for plain attention), so the
 SSAN criterion code applies unchanged.
 
@@ -75,6 +78,26 @@ class SRLEncoder(VariantTransformerEncoder):
         return super().forward(src_tokens, src_lengths, return_all_hiddens, token_embeddings)
 
 
+class PredicateMLPClassifier(nn.Module):
+    """Label logits from [h_j; h_p]: Linear(2C -> C), ReLU, dropout, Linear(C -> L)."""
+
+    def __init__(self, dim, num_labels, dropout):
+        super().__init__()
+        self.hidden = nn.Linear(2 * dim, dim)
+        self.dropout = nn.Dropout(dropout)
+        self.out = nn.Linear(dim, num_labels)
+
+    def forward(self, states, predicate):
+        """states (B, T, C), predicate (B, T) 1 at the predicate -> logits (B, T, L)."""
+        position = predicate.eq(1).long().argmax(dim=1)  # (B,)
+        at_predicate = states[torch.arange(states.size(0), device=states.device), position]
+        pairs = torch.cat([states, at_predicate.unsqueeze(1).expand_as(states)], dim=-1)
+        return self.out(self.dropout(F.relu(self.hidden(pairs))))
+
+
+CLASSIFIERS = ("linear", "predicate-mlp")
+
+
 @register_model("srl_tagger")
 class SRLTaggerModel(FairseqEncoderModel):
     def __init__(self, encoder, classifier):
@@ -91,6 +114,10 @@ class SRLTaggerModel(FairseqEncoderModel):
                             help="in training, replace each word other than the predicate by "
                                  "<unk> with probability P, so that <unk> (every word unseen in "
                                  "training) gets a trained embedding; 0 (default): never")
+        parser.add_argument("--srl-classifier", choices=CLASSIFIERS,
+                            help="linear (default): labels from each word's encoder state; "
+                                 "predicate-mlp: from the word's and the predicate's states "
+                                 "through a one-hidden-layer MLP")
 
     @classmethod
     def build_model(cls, args, task):
@@ -101,14 +128,21 @@ class SRLTaggerModel(FairseqEncoderModel):
             encoder = SRLEncoder(args, words, embed_tokens, [], None)
         else:
             encoder = variant.build_variant_encoder(args, words, embed_tokens, SRLEncoder)
-        classifier = nn.Linear(args.encoder_embed_dim, len(task.target_dictionary))
+        labels = len(task.target_dictionary)
+        if args.srl_classifier == "predicate-mlp":
+            classifier = PredicateMLPClassifier(args.encoder_embed_dim, labels, args.dropout)
+        else:
+            classifier = nn.Linear(args.encoder_embed_dim, labels)
         return cls(encoder, classifier)
 
     def forward(self, src_tokens, src_lengths, predicate, **kwargs):
         """-> (logits (B, T, L), {"selection_stats": [...], "encoder_padding_mask": [...]})."""
         out = self.encoder(src_tokens, src_lengths=src_lengths, predicate=predicate)
         x = out["encoder_out"][0].transpose(0, 1)  # T x B x C -> B x T x C
-        logits = self.classifier(x)
+        if isinstance(self.classifier, PredicateMLPClassifier):
+            logits = self.classifier(x, predicate)
+        else:
+            logits = self.classifier(x)
         return logits, {
             "selection_stats": out.get("selection_stats", []),
             "encoder_padding_mask": out["encoder_padding_mask"],
@@ -128,6 +162,9 @@ def srl_tagger(args):
     args.srl_encoder = getattr(args, "srl_encoder", None) or "san"
     args.srl_predicate_distance = getattr(args, "srl_predicate_distance", None) or 0
     args.srl_word_dropout = getattr(args, "srl_word_dropout", None) or 0.0
+    args.srl_classifier = getattr(args, "srl_classifier", None) or "linear"
+    if args.srl_classifier not in CLASSIFIERS:
+        raise ValueError(f"--srl-classifier {args.srl_classifier!r}: choose from {CLASSIFIERS}")
     if args.srl_encoder not in ENCODER_VARIANTS:
         raise ValueError(f"--srl-encoder {args.srl_encoder!r}: choose from {sorted(ENCODER_VARIANTS)}")
     for variant in ENCODER_VARIANTS.values():

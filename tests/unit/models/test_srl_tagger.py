@@ -1,6 +1,7 @@
 """ssan_plugin/models/srl_tagger.py: the predicate-distance embedding (--srl-predicate-distance)
 on a tiny CoNLL-2005 data-bin: distances computed from the indicator on either padding side,
-clipped, added to the input; off by default (old checkpoints and recipes unchanged)."""
+clipped, added to the input; off by default (old checkpoints and recipes unchanged); word
+dropout; the predicate-aware classifier (--srl-classifier predicate-mlp) against its formula."""
 
 import pytest
 import torch
@@ -95,3 +96,46 @@ def test_word_dropout_out_of_range_is_refused(tiny05):
     for bad in ("1", "-0.1"):
         with pytest.raises(ValueError, match=r"--srl-word-dropout must be in \[0, 1\)"):
             build(tiny05, "--srl-word-dropout", bad)
+
+
+def test_linear_classifier_is_the_default(tiny05):
+    _, model = build(tiny05)
+    assert isinstance(model.classifier, torch.nn.Linear)
+
+
+def test_predicate_mlp_classifier_scores_word_and_predicate_states(tiny05):
+    """logits[b, j] = W2 relu(W1 [h_j; h_p] + b1) + b2 with p the predicate of row b, on a
+    batch where the predicate sits at different positions; changing only the predicate's state
+    changes every word's logits."""
+    task, model = build(tiny05, "--srl-classifier", "predicate-mlp")
+    classifier = model.classifier
+    torch.manual_seed(0)
+    states = torch.randn(3, 5, 16)
+    predicate = torch.zeros(3, 5, dtype=torch.long)
+    predicate[0, 4] = predicate[1, 0] = predicate[2, 2] = 1
+    logits = classifier(states, predicate)
+    assert logits.shape == (3, 5, len(task.target_dictionary))
+    for b, p in enumerate((4, 0, 2)):
+        for j in range(5):
+            hidden = torch.relu(classifier.hidden.weight @ torch.cat([states[b, j], states[b, p]])
+                                + classifier.hidden.bias)
+            expected = classifier.out.weight @ hidden + classifier.out.bias
+            torch.testing.assert_close(logits[b, j], expected)
+    moved = states.clone()
+    moved[0, 4] += 1.0
+    changed = classifier(moved, predicate)
+    assert not torch.allclose(changed[0, :4], logits[0, :4])
+    torch.testing.assert_close(changed[1:], logits[1:])
+
+
+def test_predicate_mlp_classifier_through_the_model(tiny05):
+    task, model = build(tiny05, "--srl-classifier", "predicate-mlp")
+    task.load_dataset("valid")
+    batch = task.dataset("valid").collater([task.dataset("valid")[i] for i in range(3)])
+    net = batch["net_input"]
+    logits, _ = model(**net)
+    states = model.encoder(net["src_tokens"], net["src_lengths"], predicate=net["predicate"])
+    expected = model.classifier(states["encoder_out"][0].transpose(0, 1), net["predicate"])
+    torch.testing.assert_close(logits, expected)
+    with pytest.raises(SystemExit):
+        build(tiny05, "--srl-classifier", "bilinear")

@@ -27,6 +27,12 @@ class SSANOptions(FairseqDataclass):
         metadata={"help": "hard: straight-through 0/1 samples in training, 1[pi > 0.5] in "
                           "eval; soft: A = pi"},
     )
+    ssan_policy_dim: int = field(
+        default=0,
+        metadata={"help": "width P of the policy's Q_p and K_p (a multiple of the heads); "
+                          "0: the embed dim, as in the paper. A narrower policy is cheaper "
+                          "(docs/design.md, section 1.4)"},
+    )
     ssan_scale_policy_logits: bool = field(
         default=False,
         metadata={"help": "divide the policy logits Q_p K_p^T by sqrt(head dim) (the "
@@ -50,6 +56,7 @@ class SSANTransformerModel(VariantTransformerModel):
             tau=args.ssan_tau,
             selection=args.ssan_selection,
             scale_policy_logits=args.ssan_scale_policy_logits,
+            policy_dim=args.ssan_policy_dim,
             q_noise=cfg.quant_noise.pq,
             qn_block_size=cfg.quant_noise.pq_block_size,
         )

@@ -242,7 +242,10 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
 
     Same parameters as fairseq's self-attention (q/k/v/out projections, same names, so a plain
     transformer checkpoint loads into it) plus a policy network ``policy_proj`` giving
-    Q_p, K_p (C -> 2C) and per-head logits E_p = Q_p K_p^T (optionally / sqrt(d)).
+    Q_p, K_p (C -> 2P, P = ``policy_dim``, default C as in the paper) and per-head logits
+    E_p = Q_p K_p^T over P / h dimensions a head (optionally / sqrt(P / h)). A narrower policy
+    (P < C) costs less: the fused input projection makes 3C + 2P outputs instead of 5C, and
+    the policy product is P / C of the attention's.
 
     Every forward reports a :class:`~ssan_plugin.modules.selection.SelectionStats` record
     (see :meth:`_statistics`), which the encoder takes with ``pop_selection()``.
@@ -258,6 +261,7 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
         scale_policy_logits: bool = False,
         q_noise: float = 0.0,
         qn_block_size: int = 8,
+        policy_dim: Optional[int] = None,
     ):
         super().__init__(
             embed_dim,
@@ -271,15 +275,21 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
             raise ValueError(f"--ssan-tau must be finite and > 0, got {tau}")
         if selection not in ("hard", "soft"):
             raise ValueError(f"--ssan-selection must be 'hard' or 'soft', got {selection!r}")
+        policy_dim = embed_dim if not policy_dim else int(policy_dim)
+        if policy_dim < 0 or policy_dim % num_heads:
+            raise ValueError(f"--ssan-policy-dim must be a positive multiple of the {num_heads} "
+                             f"attention heads (0: the embed dim), got {policy_dim}")
         self.tau = float(tau)
         self.selection = selection
-        self.policy_scaling = self.head_dim**-0.5 if scale_policy_logits else 1.0
-        self.policy_proj = nn.Linear(embed_dim, 2 * embed_dim)
+        self.policy_dim = policy_dim
+        self.policy_head_dim = policy_dim // num_heads
+        self.policy_scaling = self.policy_head_dim**-0.5 if scale_policy_logits else 1.0
+        self.policy_proj = nn.Linear(embed_dim, 2 * policy_dim)
         nn.init.xavier_uniform_(self.policy_proj.weight, gain=1 / math.sqrt(2))
         nn.init.zeros_(self.policy_proj.bias)
 
     def fused_in_projection(self, x: Tensor) -> Tensor:
-        """q, k, v, q_p, k_p in one matmul: (..., C) -> (..., 5C)."""
+        """q, k, v, q_p, k_p in one matmul: (..., C) -> (..., 3C + 2P)."""
         weight = torch.cat(
             [self.q_proj.weight, self.k_proj.weight, self.v_proj.weight, self.policy_proj.weight]
         )
@@ -313,11 +323,13 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
         tgt_len, bsz, embed_dim = query.shape
         h, d = self.num_heads, self.head_dim
 
-        def heads(t: Tensor) -> Tensor:  # T x B x C -> (B, h, T, d)
-            return t.reshape(tgt_len, bsz, h, d).permute(1, 2, 0, 3)
+        def heads(t: Tensor, dim: int = d) -> Tensor:  # T x B x (h dim) -> (B, h, T, dim)
+            return t.reshape(tgt_len, bsz, h, dim).permute(1, 2, 0, 3)
 
-        q, k, v, q_p, k_p = self.fused_in_projection(query).chunk(5, dim=-1)
-        q, k, v, q_p, k_p = heads(q * self.scaling), heads(k), heads(v), heads(q_p), heads(k_p)
+        q, k, v, q_p, k_p = self.fused_in_projection(query).split(
+            [embed_dim] * 3 + [self.policy_dim] * 2, dim=-1)
+        q, k, v = heads(q * self.scaling), heads(k), heads(v)
+        q_p, k_p = heads(q_p, self.policy_head_dim), heads(k_p, self.policy_head_dim)
 
         policy_logits = torch.matmul(q_p, k_p.transpose(-1, -2)).float()  # (B, h, T, S)
         if self.policy_scaling != 1.0:
@@ -349,7 +361,7 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
         out = out.permute(2, 0, 1, 3).reshape(tgt_len, bsz, embed_dim)
         out = self.out_proj(out)
 
-        if self.report_statistics:
+        if self.wants_statistics():
             self.report_selection(self._statistics(policy_logits, select, key_padding_mask, row_count))
 
         weights: Optional[Tensor] = None

@@ -22,14 +22,15 @@ def config(dropout=0.0):
     return cfg
 
 
-def build_selective_attention(embed_dim, cfg, tau=0.5, selection="hard"):
+def build_selective_attention(embed_dim, cfg, tau=0.5, selection="hard", policy_dim=0):
     """The SSAN model's own attention builder, with these options."""
-    args = argparse.Namespace(ssan_tau=tau, ssan_selection=selection, ssan_scale_policy_logits=False)
+    args = argparse.Namespace(ssan_tau=tau, ssan_selection=selection, ssan_scale_policy_logits=False,
+                              ssan_policy_dim=policy_dim)
     return SSANTransformerModel.build_variant_attention(args, embed_dim, cfg)
 
 
-def ssan_layer(cfg, tau=0.5, selection="hard"):
-    build = lambda d, c: build_selective_attention(d, c, tau, selection)  # noqa: E731
+def ssan_layer(cfg, tau=0.5, selection="hard", policy_dim=0):
+    build = lambda d, c: build_selective_attention(d, c, tau, selection, policy_dim)  # noqa: E731
     return AttentionVariantEncoderLayer(cfg, build)
 
 

@@ -177,7 +177,10 @@ def test_layer_index_of_records_under_layerdrop(tiny_bin):
         seen.add(tuple(layers))
     assert len(seen) > 1  # layerdrop really dropped selective layers in some passes
     model.eval()
-    out = model.encoder(**{k: v for k, v in sample["net_input"].items() if k != "prev_output_tokens"})
+    from ssan_plugin.modules.selection import selection_statistics
+
+    with selection_statistics(model):  # evaluation forwards report only when asked
+        out = model.encoder(**{k: v for k, v in sample["net_input"].items() if k != "prev_output_tokens"})
     assert [r.layer for r in out["selection_stats"]] == [1, 2]
 
 
@@ -186,7 +189,7 @@ def test_options_are_declared_once():
     SSANTransformerModel.add_variant_args(parser)
     args = parser.parse_args([])
     assert vars(args) == {"ssan_layers": "all", "ssan_tau": 0.5, "ssan_selection": "hard",
-                          "ssan_scale_policy_logits": False}
+                          "ssan_policy_dim": 0, "ssan_scale_policy_logits": False}
     assert SSANOptions().ssan_tau == args.ssan_tau
     old = argparse.Namespace(arch="ssan_transformer")  # args of a checkpoint without the options
     from fairseq.models import ARCH_CONFIG_REGISTRY

@@ -189,6 +189,7 @@ def test_statistics_match_direct_count():
     layer = ssan_layer(config()).eval()
     x, pad = inputs(5)
     attn = layer.self_attn
+    attn.report_statistics = True  # an evaluation forward reports only when asked
     captured = {}
     original = attn._statistics
 
@@ -241,3 +242,62 @@ def test_layer_under_autocast_is_finite(dtype):
         y = layer(x, pad)
     y.float().sum().backward()
     assert torch.isfinite(y).all() and torch.isfinite(x.grad).all()
+
+
+def test_narrow_policy_logits_and_selection():
+    """--ssan-policy-dim P: Q_p, K_p of width P (P / h a head); the policy logits, the eval
+    selection and the output equal a computation by hand; train mode runs and trains it."""
+    torch.manual_seed(6)
+    P = 8
+    layer = ssan_layer(config(), policy_dim=P).eval()
+    attn = layer.self_attn
+    attn.report_statistics = True  # (the spy below reads the policy logits)
+    assert attn.policy_proj.weight.shape == (2 * P, C)
+    x, pad = inputs(7)
+    captured = {}
+    original = attn._statistics
+
+    def spy(policy_logits, select, key_padding_mask, row_count=None):
+        captured["policy_logits"] = policy_logits
+        return original(policy_logits, select, key_padding_mask, row_count)
+
+    attn._statistics = spy
+    out, _ = attn(x, x, x, key_padding_mask=pad)
+
+    def heads(y, d):
+        return y.reshape(T, B, H, d).permute(1, 2, 0, 3)
+
+    qk = attn.policy_proj(x)
+    ep = heads(qk[..., :P], P // H) @ heads(qk[..., P:], P // H).transpose(-1, -2)
+    torch.testing.assert_close(captured["policy_logits"], ep, rtol=1e-5, atol=1e-5)
+    q = heads(attn.q_proj(x) * attn.scaling, C // H)
+    k, v = heads(attn.k_proj(x), C // H), heads(attn.v_proj(x), C // H)
+    select = (ep > 0).double()
+    probs = naive_selective_attention((q @ k.transpose(-1, -2)).double(), select, pad)
+    expected = attn.out_proj((probs.float() @ v).permute(2, 0, 1, 3).reshape(T, B, C))
+    torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-5)
+
+    layer.train()
+    layer(x, pad).sum().backward()
+    assert attn.policy_proj.weight.grad.abs().sum() > 0
+
+
+def test_narrow_policy_selecting_every_pair_is_fairseqs_attention():
+    torch.manual_seed(7)
+    cfg = config()
+    ours, theirs = ssan_layer(cfg, policy_dim=4).self_attn, TransformerEncoderLayerBase(cfg).self_attn
+    ours.load_state_dict(theirs.state_dict(), strict=False)
+    with torch.no_grad():
+        ours.policy_proj.weight.zero_()
+        ours.policy_proj.bias.fill_(40.0)
+    x, pad = inputs(8)
+    for mode in ("eval", "train"):
+        getattr(ours, mode)(), getattr(theirs, mode)()
+        torch.testing.assert_close(ours(x, x, x, key_padding_mask=pad)[0],
+                                   theirs(x, x, x, key_padding_mask=pad)[0], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("bad", [6, -4])
+def test_policy_dim_must_be_a_positive_multiple_of_the_heads(bad):
+    with pytest.raises(ValueError, match="--ssan-policy-dim must be a positive multiple"):
+        ssan_layer(config(), policy_dim=bad)

@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -122,22 +123,31 @@ def main():
                     help="training pairs of the built-in corpus")
     ap.add_argument("--shared", default=str(ROOT.parent / "shared"),
                     help="the shared data directory (--corpus news)")
+    ap.add_argument("--ssan-system", action="append", default=[], metavar="NAME=FLAGS",
+                    help="also measure SSAN with these extra training flags, e.g. "
+                         "narrow='--ssan-policy-dim 64' (repeatable; NAME a new system name)")
     args = ap.parse_args()
+    systems = dict(SYSTEMS)
+    for spec in args.ssan_system:
+        name, sep, flags = spec.partition("=")
+        if not sep or not name or name in systems:
+            ap.error(f"--ssan-system {spec!r}: give NAME=FLAGS with a new NAME")
+        systems[name] = SYSTEMS["ssan"] + shlex.split(flags)
     work = Path(args.workdir).resolve() / args.corpus
     work.mkdir(parents=True, exist_ok=True)
     data_bin = prepare_corpus(args.corpus, work, Path(args.shared), args.train_pairs)
     _, idle_rss = run_measured([sys.executable, "-c", "import fairseq, ssan_plugin"])
 
     results = {name: {"train_wps": [], "peak_rss_mib": [], **{k: [] for k in GENERATION}}
-               for name in SYSTEMS}
-    jobs = [(r, name) for r in range(args.repeats) for name in SYSTEMS]
+               for name in systems}
+    jobs = [(r, name) for r in range(args.repeats) for name in systems]
     checkpoints = {}
     for rep, name in tqdm(jobs, desc="bench trainings"):
         save = work / f"ckpt_{name}_{rep}"  # fresh: never resume an earlier run
         shutil.rmtree(save, ignore_errors=True)
         text, rss = run_measured([
             BIN / "fairseq-train", data_bin, "--user-dir", ROOT / "ssan_plugin", "--cpu",
-            *SYSTEMS[name], *MODEL, "--optimizer", "adam", "--lr", "0.0005", "--label-smoothing", "0.1",
+            *systems[name], *MODEL, "--optimizer", "adam", "--lr", "0.0005", "--label-smoothing", "0.1",
             "--max-tokens", args.max_tokens, "--max-update", args.updates, "--save-dir", save,
             "--no-epoch-checkpoints", "--disable-validation",
             "--log-format", "simple", "--log-interval", 10, "--seed", 1,
@@ -153,7 +163,7 @@ def main():
         checkpoints[name] = save / "checkpoint_last.pt"
 
     decodes = [(r, key, name) for r in range(args.decode_repeats) for key in GENERATION
-               for name in SYSTEMS]
+               for name in systems]
     for _, key, name in tqdm(decodes, desc="bench decodings"):
         gen, _ = run_measured([
             BIN / "fairseq-generate", data_bin, "--user-dir", ROOT / "ssan_plugin", "--cpu",
@@ -169,37 +179,46 @@ def main():
         shutil.rmtree(checkpoint.parent)
 
     med = {n: {k: statistics.median(v) for k, v in m.items()} for n, m in results.items()}
-    b, s = med["baseline"], med["ssan"]
-    ratios = {
-        "train_wps": s["train_wps"] / b["train_wps"],
-        "gen_sps": s["gen_sps"] / b["gen_sps"],
-        "gen_sps_fixed_len": s["gen_sps_fixed_len"] / b["gen_sps_fixed_len"],
-        "score_sps": s["score_sps"] / b["score_sps"],
-        "peak_rss": s["peak_rss_mib"] / b["peak_rss_mib"],
-        "peak_rss_above_idle": (s["peak_rss_mib"] - idle_rss) / (b["peak_rss_mib"] - idle_rss),
-    }
+    b = med["baseline"]
+    ratios = {}
+    for name in systems:
+        if name == "baseline":
+            continue
+        s = med[name]
+        ratios[name] = {
+            **{key: s[key] / b[key] for key in ("train_wps", *GENERATION)},
+            "peak_rss": s["peak_rss_mib"] / b["peak_rss_mib"],
+            "peak_rss_above_idle": (s["peak_rss_mib"] - idle_rss) / (b["peak_rss_mib"] - idle_rss),
+        }
     pieces = mean_source_pieces(data_bin)
+    others = [n for n in systems if n != "baseline"]
     print(f"\ncorpus {args.corpus} (test source: {pieces:.1f} pieces a sentence on average), "
           f"{args.repeats} trainings x {args.updates} updates, {args.decode_repeats} decodings "
-          f"per mode, max-tokens {args.max_tokens}, "
-          f"model: {' '.join(MODEL)}")
-    print("| measure | baseline | ssan | ssan / baseline | target |\n|---|---|---|---|---|")
-    print(f"| training words/s | {b['train_wps']:.0f} | {s['train_wps']:.0f} | {ratios['train_wps']:.3f} | >= 0.95 |")
-    print(f"| teacher-forced scoring sentences/s (train split) | {b['score_sps']:.1f} | {s['score_sps']:.1f} | "
-          f"{ratios['score_sps']:.3f} | >= 0.98 |")
-    print(f"| generation sentences/s, fixed length 12 | {b['gen_sps_fixed_len']:.1f} | "
-          f"{s['gen_sps_fixed_len']:.1f} | {ratios['gen_sps_fixed_len']:.3f} | >= 0.98 |")
-    print(f"| generation sentences/s, free length | {b['gen_sps']:.1f} | {s['gen_sps']:.1f} | "
-          f"{ratios['gen_sps']:.3f} | (depends on the outputs) |")
-    print(f"| peak RSS (MiB) | {b['peak_rss_mib']:.0f} | {s['peak_rss_mib']:.0f} | {ratios['peak_rss']:.3f} | <= 1.10 |")
-    print(f"| peak RSS above idle import ({idle_rss:.0f} MiB) | {b['peak_rss_mib'] - idle_rss:.0f} | "
-          f"{s['peak_rss_mib'] - idle_rss:.0f} | {ratios['peak_rss_above_idle']:.3f} | |")
+          f"per mode, max-tokens {args.max_tokens}, model: {' '.join(MODEL)}")
+    for name in others[1:]:
+        print(f"{name}: ssan with {' '.join(systems[name][len(SYSTEMS['ssan']):])}")
+    print("| measure | baseline | " + " | ".join(others) + " | "
+          + " | ".join(f"{n} / baseline" for n in others) + " | target |")
+    print("|---" * (3 + 2 * len(others)) + "|")
+    rows = [("training words/s", "train_wps", "train_wps", "{:.0f}", ">= 0.95"),
+            ("teacher-forced scoring sentences/s (train split)", "score_sps", "score_sps", "{:.1f}", ">= 0.98"),
+            ("generation sentences/s, fixed length 12", "gen_sps_fixed_len", "gen_sps_fixed_len", "{:.1f}", ">= 0.98"),
+            ("generation sentences/s, free length", "gen_sps", "gen_sps", "{:.1f}", "(depends on the outputs)"),
+            ("peak RSS (MiB)", "peak_rss_mib", "peak_rss", "{:.0f}", "<= 1.10")]
+    for label, key, ratio_key, fmt, target in rows:
+        values = [fmt.format(med[n][key]) for n in ["baseline", *others]]
+        print(f"| {label} | " + " | ".join(values) + " | "
+              + " | ".join(f"{ratios[n][ratio_key]:.3f}" for n in others) + f" | {target} |")
+    above = [f"{med[n]['peak_rss_mib'] - idle_rss:.0f}" for n in ["baseline", *others]]
+    print(f"| peak RSS above idle import ({idle_rss:.0f} MiB) | " + " | ".join(above) + " | "
+          + " | ".join(f"{ratios[n]['peak_rss_above_idle']:.3f}" for n in others) + " | |")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({"corpus": args.corpus, "mean_source_pieces": pieces,
-                                               "runs": results, "median": med, "ratios": ratios,
-                                               "idle_rss_mib": idle_rss}, indent=2))
-
+        Path(args.json).write_text(json.dumps({
+            "corpus": args.corpus, "mean_source_pieces": pieces,
+            "systems": {n: systems[n] for n in systems}, "runs": results, "median": med,
+            "ratios": ratios["ssan"], "ratios_by_system": ratios, "idle_rss_mib": idle_rss},
+            indent=2))
 
 if __name__ == "__main__":
     main()

@@ -162,9 +162,10 @@ class SelectiveLabelSmoothedCrossEntropyCriterion(LabelSmoothedCrossEntropyCrite
     # -- the pieces of forward ----------------------------------------------------------------
 
     def check_model(self, model) -> None:
-        """Once: a regulariser weight needs a model that selects; the selective layers keep a
-        graph only for the terms this loss weights (SelectionReporter.rate_gradient /
-        entropy_gradient)."""
+        """Once: a regulariser weight needs a model that selects; the selective layers report
+        their records in every forward, validation included, since this criterion logs them
+        (SelectionReporter.report_statistics; by default only training forwards do), and keep
+        a graph only for the terms this loss weights (rate_gradient / entropy_gradient)."""
         reporters = [m for m in model.modules() if isinstance(m, SelectionReporter)]
         if (self.select_scale or self.nce_scale) and not reporters:
             raise ValueError(
@@ -172,6 +173,7 @@ class SelectiveLabelSmoothedCrossEntropyCriterion(LabelSmoothedCrossEntropyCrite
                 "(use an SSAN or ReSA encoder, or drop the options)"
             )
         for m in reporters:
+            m.report_statistics = True
             m.rate_gradient = bool(self.select_scale)
             m.entropy_gradient = bool(self.nce_scale)
         self._model_checked = True

@@ -164,7 +164,7 @@ class ReSAAttention(SelectionReporter, VariantSelfAttention):
         z_dep, lp_dep = self.select(dep_logits, valid)
         outs = [self._direction(block, x, valid, z_head, z_dep, pad) for block in self.blocks]
         log_prob = None if lp_head is None else lp_head + lp_dep
-        if self.report_statistics:
+        if self.wants_statistics():
             self.report_selection(self._statistics(head_logits, dep_logits, z_head, z_dep, valid, log_prob))
         return torch.cat(outs, dim=-1)
 

@@ -93,14 +93,24 @@ class SelectionReporter:
     _selection: Optional[SelectionStats] = None
     #: analysis tools set this to get the 0/1 selection itself in each record
     keep_selection: bool = False
-    #: False: no record at all (decoding, where nothing reads them; see no_selection_statistics)
-    report_statistics: bool = True
+    #: None (default): a record in training, or when ``keep_selection`` is set; True: in
+    #: every forward (the selective criteria set it around theirs, so that validation logs
+    #: the selection); False: never (decoding). Nothing else in evaluation reads the records
+    #: (teacher-forced scoring, the hub, analysis without ``keep_selection``), and they cost
+    #: passes over (B, h, T, S). See :func:`selection_statistics`.
+    report_statistics: Optional[bool] = None
     #: whether ``pair_rate`` / ``pair_count`` and ``neg_entropy`` carry gradients in training.
     #: The selective criterion sets them to what its loss weights (``--select-scale``,
     #: ``--nce-scale``), so that no graph is kept for a term no loss uses; any other consumer
     #: keeps the default, every term differentiable.
     rate_gradient: bool = True
     entropy_gradient: bool = True
+
+    def wants_statistics(self) -> bool:
+        """Whether this forward should report a record (see ``report_statistics``)."""
+        if self.report_statistics is None:
+            return self.training or self.keep_selection
+        return self.report_statistics
 
     def report_selection(self, stats: SelectionStats) -> None:
         self._selection = stats
@@ -111,18 +121,24 @@ class SelectionReporter:
 
 
 @contextmanager
-def no_selection_statistics(module):
-    """Within the block, the selective layers of ``module`` report no record (decoding: the
-    sequence generator reads none, and the statistics cost passes over (B, h, T, S))."""
+def selection_statistics(module, report: Optional[bool] = True):
+    """Within the block, the selective layers of ``module`` report a record in every forward
+    (``report`` True: the criteria, whose validation logs the selection), in none (False:
+    decoding), or by default (None: in training only); see SelectionReporter."""
     reporters = [m for m in module.modules() if isinstance(m, SelectionReporter)]
     previous = [m.report_statistics for m in reporters]
     for m in reporters:
-        m.report_statistics = False
+        m.report_statistics = report
     try:
         yield
     finally:
         for m, value in zip(reporters, previous):
             m.report_statistics = value
+
+
+def no_selection_statistics(module):
+    """``selection_statistics(module, False)``: no record at all (the sequence generator)."""
+    return selection_statistics(module, False)
 
 
 def logistic_noise_like(x: Tensor) -> Tensor:

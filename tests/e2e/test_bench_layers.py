@@ -30,24 +30,29 @@ def test_layer_bench_toy_size(tmp_path):
 
 
 def test_model_bench_toy_size(tmp_path):
-    """scripts/bench_ssan.py on a small built-in corpus: both systems trained, every decoding
-    mode timed --decode-repeats times per system (alternating), ratios printed and in the JSON."""
+    """scripts/bench_ssan.py on a small built-in corpus: the baseline, SSAN and an extra SSAN
+    system (--ssan-system) trained, every decoding mode timed --decode-repeats times per system
+    (alternating), ratios printed and in the JSON."""
     import json
 
     out = tmp_path / "bench.json"
     proc = subprocess.run(
         [sys.executable, ROOT / "scripts" / "bench_ssan.py", "--workdir", tmp_path / "work",
          "--train-pairs", "300", "--updates", "20", "--repeats", "1", "--decode-repeats", "2",
-         "--json", out],
+         "--ssan-system", "narrow=--ssan-policy-dim 64", "--json", out],
         capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     result = json.loads(out.read_text())
-    for name in ("baseline", "ssan"):
+    assert result["systems"]["narrow"][-2:] == ["--ssan-policy-dim", "64"]
+    for name in ("baseline", "ssan", "narrow"):
         runs = result["runs"][name]
         assert len(runs["train_wps"]) == 1 and len(runs["peak_rss_mib"]) == 1
         for mode in ("gen_sps", "gen_sps_fixed_len", "score_sps"):
             assert len(runs[mode]) == 2 and all(v > 0 for v in runs[mode])
     med = result["median"]
     assert result["ratios"]["score_sps"] == med["ssan"]["score_sps"] / med["baseline"]["score_sps"]
+    narrow = result["ratios_by_system"]["narrow"]
+    assert narrow["train_wps"] == med["narrow"]["train_wps"] / med["baseline"]["train_wps"]
+    assert "| measure | baseline | ssan | narrow | ssan / baseline | narrow / baseline |" in proc.stdout
     assert "| teacher-forced scoring sentences/s (train split) |" in proc.stdout
     assert not list((tmp_path / "work").rglob("*.pt"))  # checkpoints removed

@@ -149,6 +149,7 @@ def test_eval_mask_path_equals_the_explicit_selective_softmax(empty_head):
         policy_with_empty_rows(layer)
     x, pad = inputs(3)
     attn = layer.self_attn
+    attn.report_statistics = True  # an evaluation forward reports only when asked
     fast, _ = attn(x, x, x, key_padding_mask=pad)  # the boolean-mask path
     fast_stats = attn.pop_selection()
     explicit, _ = attn(x, x, x, key_padding_mask=pad, need_weights=True)  # selective_softmax
@@ -161,22 +162,58 @@ def test_eval_mask_path_equals_the_explicit_selective_softmax(empty_head):
     assert torch.isfinite(fast).all()
 
 
-def test_decoding_entry_reports_no_records(tiny_bin):
+def test_records_only_where_something_reads_them(tiny_bin):
+    """Default: a record per selective layer in training forwards only (teacher-forced scoring
+    and other eval forwards skip the statistics); the selective criterion switches them on for
+    validation; keep_selection (analysis) asks for them; decoding never makes any; the
+    encoder output is the same either way."""
     from helpers.fairseq_setup import build
+
+    from ssan_plugin.modules.selection import SelectionReporter, selection_statistics
 
     torch.manual_seed(0)
     _, model, _ = build(tiny_bin, ["--arch", "ssan_transformer", "--criterion", "label_smoothed_cross_entropy"])
-    model.eval()
+    reporters = [m for m in model.modules() if isinstance(m, SelectionReporter)]
+    assert reporters and all(m.report_statistics is None for m in reporters)
     tokens = torch.randint(4, 20, (2, 5))
     lengths = torch.tensor([5, 5])
+    model.train()
+    assert len(model.encoder(tokens, src_lengths=lengths)["selection_stats"]) == len(model.encoder.layers)
+    model.eval()
     plain = model.encoder(tokens, src_lengths=lengths)
-    assert len(plain["selection_stats"]) == len(model.encoder.layers)
+    assert plain["selection_stats"] == []
+    with selection_statistics(model):
+        asked = model.encoder(tokens, src_lengths=lengths)
+    assert len(asked["selection_stats"]) == len(model.encoder.layers)
+    assert torch.equal(plain["encoder_out"][0], asked["encoder_out"][0])
+    assert all(m.report_statistics is None for m in reporters)  # restored
+    for m in reporters:
+        m.keep_selection = True
+    kept = model.encoder(tokens, src_lengths=lengths)["selection_stats"]
+    assert len(kept) == len(model.encoder.layers) and kept[0].selection is not None
     decoding = model.encoder.forward_torchscript({"src_tokens": tokens, "src_lengths": lengths})
     assert decoding["selection_stats"] == []
     assert torch.equal(plain["encoder_out"][0], decoding["encoder_out"][0])
-    assert all(m.report_statistics for m in model.modules() if hasattr(m, "report_statistics"))
     with no_selection_statistics(model):
+        model.train()
         assert model.encoder(tokens, src_lengths=lengths)["selection_stats"] == []
+
+
+def test_selective_criterion_reports_in_validation(tiny_bin):
+    """The selective criterion logs the selection of a validation batch (eval mode)."""
+    from helpers.fairseq_setup import build
+
+    torch.manual_seed(0)
+    task, model, criterion = build(tiny_bin, ["--arch", "ssan_transformer",
+                                              "--criterion", "selective_label_smoothed_cross_entropy"])
+    from helpers.fairseq_setup import first_batch
+
+    sample = first_batch(task, "valid", max_sentences=2)
+    model.eval()
+    with torch.no_grad():
+        _, _, logs = criterion(model, sample)
+    for i in range(len(model.encoder.layers)):
+        assert logs[f"sel_pairs_{i}"] > 0 and logs[f"sel_entropy_{i}"] > 0
 
 
 @pytest.mark.parametrize("chunk", [1 << 22, 50])

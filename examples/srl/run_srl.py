@@ -166,7 +166,7 @@ def pooled_table(archive: Path) -> str:
 
 def plot_curves(archive: Path) -> None:
     """ARCHIVE/curves.png: dev F1 against updates, one line per archived run (from its
-    curve.jsonl valid records), one panel per configuration."""
+    curve.jsonl valid records), one panel per configuration, four panels a row."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -183,17 +183,21 @@ def plot_curves(archive: Path) -> None:
         curves.setdefault(config, []).append((path.parent.name, sorted(points)))
     if not curves:
         return
-    fig, axes = plt.subplots(1, len(curves), figsize=(4.5 * len(curves), 3.6), squeeze=False,
+    cols = min(4, len(curves))
+    rows = -(-len(curves) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.5 * cols, 3.4 * rows), squeeze=False,
                              sharey=True)
-    for ax, (config, runs) in zip(axes[0], sorted(curves.items())):
+    for ax in axes.flat[len(curves):]:
+        ax.set_visible(False)
+    for ax, (config, runs) in zip(axes.flat, sorted(curves.items())):
         for name, points in runs:
             ax.plot([u for u, _ in points], [f for _, f in points], marker=".",
                     label=name[len(config) + 1:])
         ax.set_title(config)
         ax.set_xlabel("updates")
+        ax.set_ylabel("dev span F1")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    axes[0][0].set_ylabel("dev span F1")
     fig.tight_layout()
     tmp = archive / "curves.tmp.png"
     fig.savefig(tmp, dpi=100)

@@ -23,6 +23,20 @@ def naive_selective_attention(logits, select, pad):
     return out
 
 
+def spy_statistics(attn):
+    """The arguments of the module's next _statistics calls (``policy_logits``, ``select``),
+    recorded in the returned dict."""
+    captured = {}
+    original = attn._statistics
+
+    def spy(policy_logits, select, key_padding_mask, row_count=None):
+        captured.update(policy_logits=policy_logits, select=select)
+        return original(policy_logits, select, key_padding_mask, row_count)
+
+    attn._statistics = spy
+    return captured
+
+
 def random_case(seed, B=3, H=2, T=6, scale=1.0, p_select=0.6, empty_rows=True):
     g = torch.Generator().manual_seed(seed)
     logits = torch.randn(B, H, T, T, generator=g, dtype=torch.float64) * scale
@@ -145,15 +159,8 @@ def test_straight_through_is_binary_and_trains_the_policy():
     layer = ssan_layer(config())
     layer.train()
     x, pad = inputs(2)
-    captured = {}
     attn = layer.self_attn
-    original = attn._statistics
-
-    def spy(policy_logits, select, key_padding_mask, row_count=None):
-        captured["select"] = select
-        return original(policy_logits, select, key_padding_mask, row_count)
-
-    attn._statistics = spy
+    captured = spy_statistics(attn)
     out = layer(x, pad)
     select = captured["select"]
     assert select.requires_grad
@@ -190,14 +197,7 @@ def test_statistics_match_direct_count():
     x, pad = inputs(5)
     attn = layer.self_attn
     attn.report_statistics = True  # an evaluation forward reports only when asked
-    captured = {}
-    original = attn._statistics
-
-    def spy(policy_logits, select, key_padding_mask, row_count=None):
-        captured["policy_logits"] = policy_logits
-        return original(policy_logits, select, key_padding_mask, row_count)
-
-    attn._statistics = spy
+    captured = spy_statistics(attn)
     layer(x, pad)
     stats = attn.pop_selection()
     # the policy logits by hand, then the statistics by hand from the module's own logits
@@ -254,14 +254,7 @@ def test_narrow_policy_logits_and_selection():
     attn.report_statistics = True  # (the spy below reads the policy logits)
     assert attn.policy_proj.weight.shape == (2 * P, C)
     x, pad = inputs(7)
-    captured = {}
-    original = attn._statistics
-
-    def spy(policy_logits, select, key_padding_mask, row_count=None):
-        captured["policy_logits"] = policy_logits
-        return original(policy_logits, select, key_padding_mask, row_count)
-
-    attn._statistics = spy
+    captured = spy_statistics(attn)
     out, _ = attn(x, x, x, key_padding_mask=pad)
 
     def heads(y, d):

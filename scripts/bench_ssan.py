@@ -216,9 +216,10 @@ def main():
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps({
             "corpus": args.corpus, "mean_source_pieces": pieces,
-            "systems": {n: systems[n] for n in systems}, "runs": results, "median": med,
+            "systems": systems, "runs": results, "median": med,
             "ratios": ratios["ssan"], "ratios_by_system": ratios, "idle_rss_mib": idle_rss},
             indent=2))
+
 
 if __name__ == "__main__":
     main()

@@ -103,21 +103,27 @@ def summarise(archive: Path) -> None:
     write_atomic(archive / "summary.md", "\n".join(lines) + "\n" + pooled_table(archive))
 
 
+def compare_props_files(out: Path, systems, gold: Path, env) -> None:
+    """evaluate_srl.py --pred-props of ``systems`` [(name, props file)], the first the
+    baseline -> ``out``; nothing when ``out`` already compares exactly these names."""
+    names = [name for name, _ in systems]
+    if out.exists() and [s["name"] for s in json.loads(out.read_text())["systems"]] == names:
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    preds = [a for name, path in systems for a in ("--pred-props", f"{name}={path}")]
+    run_command([PY, "scripts/evaluate_srl.py", "--gold-props", gold, *preds, "--json", out],
+                env=env)
+
+
 def compare_seeds(archive: Path, config: str, encoders, seeds, gold: Path, env) -> None:
     """Per seed with every encoder archived: evaluate_srl.py --pred-props (paired bootstrap
     against the first encoder) -> ARCHIVE/compare/CONFIG_sSEED.json."""
     for seed in seeds:
-        names = [f"{config}_{e}_s{seed}" for e in encoders]
-        out = archive / "compare" / f"{config}_s{seed}.json"
-        if len(names) < 2 or out.exists() or not all(
-                (archive / n / "result.json").exists() for n in names):
+        runs = [(e, archive / f"{config}_{e}_s{seed}") for e in encoders]
+        if len(runs) < 2 or not all((run / "result.json").exists() for _, run in runs):
             continue
-        out.parent.mkdir(parents=True, exist_ok=True)
-        systems = []
-        for encoder, name in zip(encoders, names):
-            systems += ["--pred-props", f"{encoder}={archive / name / 'dev.pred.props.gz'}"]
-        run_command([PY, "scripts/evaluate_srl.py", "--gold-props", gold, *systems,
-                     "--json", out], env=env)
+        compare_props_files(archive / "compare" / f"{config}_s{seed}.json",
+                            [(e, run / "dev.pred.props.gz") for e, run in runs], gold, env)
 
 
 def compare_pooled(archive: Path, config: str, encoders, gold: Path, env) -> None:
@@ -130,20 +136,10 @@ def compare_pooled(archive: Path, config: str, encoders, gold: Path, env) -> Non
                     for p in archive.glob(f"{config}_{encoders[0]}_s*/result.json")})
     seeds = [seed for seed in seeds if all(
         (archive / f"{config}_{e}_s{seed}" / "result.json").exists() for e in encoders)]
-    if not seeds:
-        return
-    names = [f"{e}@{seed}" for e in encoders for seed in seeds]
-    out = archive / "compare" / "pooled" / f"{config}.json"
-    if out.exists() and [s["name"] for s in json.loads(out.read_text())["systems"]] == names:
-        return
-    out.parent.mkdir(parents=True, exist_ok=True)
-    systems = []
-    for e in encoders:
-        for seed in seeds:
-            props = archive / f"{config}_{e}_s{seed}" / "dev.pred.props.gz"
-            systems += ["--pred-props", f"{e}@{seed}={props}"]
-    run_command([PY, "scripts/evaluate_srl.py", "--gold-props", gold, *systems, "--json", out],
-                env=env)
+    if seeds:
+        compare_props_files(archive / "compare" / "pooled" / f"{config}.json",
+                            [(f"{e}@{seed}", archive / f"{config}_{e}_s{seed}" / "dev.pred.props.gz")
+                             for e in encoders for seed in seeds], gold, env)
 
 
 def pooled_table(archive: Path) -> str:

@@ -29,6 +29,11 @@ from .variant_transformer import VariantTransformerEncoder
 from .variants import ENCODER_VARIANTS, add_encoder_args
 
 
+def predicate_position(predicate):
+    """(B, T) indicator, 1 at the predicate -> (B,) its position in the padded row."""
+    return predicate.eq(1).long().argmax(dim=1)
+
+
 class SRLEncoder(VariantTransformerEncoder):
     """VariantTransformerEncoder whose input adds a predicate-indicator embedding and, with
     ``args.srl_predicate_distance`` K > 0, an embedding of the clipped signed distance to the
@@ -53,7 +58,7 @@ class SRLEncoder(VariantTransformerEncoder):
     def predicate_distance(self, predicate):
         """(B, T) long in [0, 2K]: clip(j - p, -K, K) + K, p the predicate's position in the
         padded row (either padding side)."""
-        position = predicate.eq(1).long().argmax(dim=1, keepdim=True)  # (B, 1)
+        position = predicate_position(predicate).unsqueeze(1)  # (B, 1)
         offsets = torch.arange(predicate.size(1), device=predicate.device).unsqueeze(0) - position
         return offsets.clamp(-self.max_distance, self.max_distance) + self.max_distance
 
@@ -89,7 +94,7 @@ class PredicateMLPClassifier(nn.Module):
 
     def forward(self, states, predicate):
         """states (B, T, C), predicate (B, T) 1 at the predicate -> logits (B, T, L)."""
-        position = predicate.eq(1).long().argmax(dim=1)  # (B,)
+        position = predicate_position(predicate)
         at_predicate = states[torch.arange(states.size(0), device=states.device), position]
         pairs = torch.cat([states, at_predicate.unsqueeze(1).expand_as(states)], dim=-1)
         return self.out(self.dropout(F.relu(self.hidden(pairs))))

@@ -94,8 +94,8 @@ class SelectionReporter:
     #: analysis tools set this to get the 0/1 selection itself in each record
     keep_selection: bool = False
     #: None (default): a record in training, or when ``keep_selection`` is set; True: in
-    #: every forward (the selective criteria set it around theirs, so that validation logs
-    #: the selection); False: never (decoding). Nothing else in evaluation reads the records
+    #: every forward (the selective criteria set it in ``check_model``, so that validation
+    #: logs the selection); False: never (decoding). Nothing else in evaluation reads the records
     #: (teacher-forced scoring, the hub, analysis without ``keep_selection``), and they cost
     #: passes over (B, h, T, S). See :func:`selection_statistics`.
     report_statistics: Optional[bool] = None
@@ -123,8 +123,8 @@ class SelectionReporter:
 @contextmanager
 def selection_statistics(module, report: Optional[bool] = True):
     """Within the block, the selective layers of ``module`` report a record in every forward
-    (``report`` True: the criteria, whose validation logs the selection), in none (False:
-    decoding), or by default (None: in training only); see SelectionReporter."""
+    (``report`` True), in none (False: decoding), or by default (None: in training or with
+    ``keep_selection``); restored after. See SelectionReporter."""
     reporters = [m for m in module.modules() if isinstance(m, SelectionReporter)]
     previous = [m.report_statistics for m in reporters]
     for m in reporters:

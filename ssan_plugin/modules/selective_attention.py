@@ -247,8 +247,10 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
     (P < C) costs less: the fused input projection makes 3C + 2P outputs instead of 5C, and
     the policy product is P / C of the attention's.
 
-    Every forward reports a :class:`~ssan_plugin.modules.selection.SelectionStats` record
-    (see :meth:`_statistics`), which the encoder takes with ``pop_selection()``.
+    A forward that wants statistics (``wants_statistics()``: training, ``keep_selection``, or a
+    selective criterion switched them on) reports a
+    :class:`~ssan_plugin.modules.selection.SelectionStats` record (see :meth:`_statistics`),
+    which the encoder takes with ``pop_selection()``.
     """
 
     def __init__(

@@ -9,9 +9,12 @@ scores compared). Used by ``evaluate_bleu.py`` (translation.comparison), ``evalu
 """
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
 
 from .cli import InputError
+from .significance import PairedResult, ScoreFn, paired_bootstrap
 
 
 class SeedGroupError(InputError, ValueError):
@@ -71,3 +74,32 @@ def same_seed_baseline(names: Sequence[str]) -> List[int]:
         j = by_seed.get(seed, 0) if seed is not None else 0
         out.append(0 if j == i else j)  # the baseline group's own seeds: against the first
     return out
+
+
+@dataclass
+class PooledGroup:
+    """One group of seeds: its name, the indices of its systems and, for every group after the
+    first, ``test``: the paired bootstrap of its seed-mean score against the first group's."""
+    name: str
+    members: List[int]
+    test: Optional[PairedResult] = None
+
+
+def pooled_groups(names: Sequence[str], stats: Sequence, score: ScoreFn, n_samples: int,
+                  seed: int) -> List[PooledGroup]:
+    """The groups of ``names`` (:func:`group_order`), each after the first tested against the
+    first: ``stats[i]`` is system i's (N, k) per-item statistics, ``score`` maps summed
+    statistics to the corpus score."""
+    groups: List[PooledGroup] = []
+    for name, members in group_order(names).items():
+        test = None
+        if groups:
+            test = paired_bootstrap([stats[i] for i in groups[0].members],
+                                    [stats[i] for i in members], score, n_samples, seed)
+        groups.append(PooledGroup(name=name, members=members, test=test))
+    return groups
+
+
+def mean_std(values: Sequence[float]) -> Tuple[float, float]:
+    """(mean, sample standard deviation) over seeds; the deviation of one seed is 0."""
+    return float(np.mean(values)), float(np.std(values, ddof=1)) if len(values) > 1 else 0.0

@@ -57,6 +57,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..cli import InputError, check_input_file, check_output_file
+from .. import seed_groups
 from ..seed_groups import SeedGroupError, group_order, has_groups, same_seed_baseline
 from ..significance import DEFAULT_BOOTSTRAP_SAMPLES, DEFAULT_SEED, paired_bootstrap
 from .brackets import BracketError, Phrase, parse_brackets
@@ -330,22 +331,20 @@ def pooled_groups(scored: Sequence[SystemScore], n_samples: int, seed: int) -> L
     precision, recall and F1 over its seeds; each group after the first also ``delta`` (mean
     F1 minus the first group's) and ``p_value``: the paired bootstrap over sentences of the
     seed-mean F1, the same resampled sentences for every seed."""
-    entries, base = [], None
-    for k, (group, members) in enumerate(group_order([s.name for s in scored]).items()):
-        systems = [scored[i] for i in members]
-        entry = {"name": group, "systems": [s.name for s in systems], "n_seeds": len(systems),
-                 "mean": {}, "std": {}}
+    names = [s.name for s in scored]
+    groups = seed_groups.pooled_groups(names, [s.stats for s in scored], f1_score, n_samples,
+                                       seed)
+    entries = []
+    for group in groups:
+        systems = [scored[i] for i in group.members]
+        entry = {"name": group.name, "systems": [s.name for s in systems],
+                 "n_seeds": len(systems), "mean": {}, "std": {}}
         for metric in ("precision", "recall", "f1"):
-            values = [s.entry[metric] for s in systems]
-            entry["mean"][metric] = float(np.mean(values))
-            entry["std"][metric] = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
-        stats = [s.stats for s in systems]
-        if k == 0:
-            base = stats
-        else:
-            result = paired_bootstrap(base, stats, f1_score, n_samples, seed)
-            entry.update(compared_with=entries[0]["name"], delta=result.delta,
-                         p_value=result.p_value, identical=result.identical)
+            entry["mean"][metric], entry["std"][metric] = seed_groups.mean_std(
+                [s.entry[metric] for s in systems])
+        if group.test is not None:
+            entry.update(compared_with=groups[0].name, delta=group.test.delta,
+                         p_value=group.test.p_value, identical=group.test.identical)
         entries.append(entry)
     return entries
 

@@ -16,8 +16,8 @@ from typing import List, Sequence
 
 import numpy as np
 
-from ..seed_groups import group_order
-from ..significance import ScoreFn, paired_bootstrap
+from .. import seed_groups
+from ..significance import ScoreFn
 from .textio import PipelineError
 
 #: (min_len, max_len) in source words; the last bucket is open-ended
@@ -28,23 +28,16 @@ def pooled_groups(names: Sequence[str], stats: Sequence[np.ndarray], score: Scor
                   n_samples: int, seed: int) -> List[dict]:
     """One entry per group: ``name``, ``systems``, ``n_seeds``, ``mean_bleu``, ``std_bleu``
     (sample standard deviation over seeds, 0 for one seed), and for groups after the first,
-    ``delta`` and ``p_value`` against the first group (pooled paired bootstrap)."""
-    groups = group_order(names)
+    ``delta``, ``p_value`` and ``identical`` against the first group (pooled paired
+    bootstrap, ``seed_groups.pooled_groups``)."""
     entries = []
-    base_stats = None
-    for k, (group, members) in enumerate(groups.items()):
-        scores = [score(stats[i].sum(0)) for i in members]
-        entry = {"name": group, "systems": [names[i] for i in members],
-                 "n_seeds": len(members), "mean_bleu": float(np.mean(scores)),
-                 "std_bleu": float(np.std(scores, ddof=1)) if len(scores) > 1 else 0.0}
-        member_stats = [stats[i] for i in members]
-        if k == 0:
-            base_stats = member_stats
-        else:
-            result = paired_bootstrap(base_stats, member_stats, score, n_samples, seed)
-            entry["delta"] = result.delta
-            entry["p_value"] = result.p_value
-            entry["identical"] = result.identical
+    for group in seed_groups.pooled_groups(names, stats, score, n_samples, seed):
+        mean, std = seed_groups.mean_std([score(stats[i].sum(0)) for i in group.members])
+        entry = {"name": group.name, "systems": [names[i] for i in group.members],
+                 "n_seeds": len(group.members), "mean_bleu": mean, "std_bleu": std}
+        if group.test is not None:
+            entry.update(delta=group.test.delta, p_value=group.test.p_value,
+                         identical=group.test.identical)
         entries.append(entry)
     return entries
 

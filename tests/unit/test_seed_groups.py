@@ -1,10 +1,14 @@
 """ssan_plugin/seed_groups.py: GROUP@SEED names, the convention of every comparison script."""
 
+import statistics
+
+import numpy as np
 import pytest
 
 from ssan_plugin.cli import InputError
 from ssan_plugin.seed_groups import (GroupMember, SeedGroupError, group_order, has_groups,
-                                     parse_member, same_seed_baseline)
+                                     mean_std, parse_member, pooled_groups, same_seed_baseline)
+from ssan_plugin.significance import paired_bootstrap
 
 
 def test_members_and_order():
@@ -32,3 +36,27 @@ def test_bad_names_are_input_errors(names, message):
 def test_same_seed_baseline():
     names = ["san@1", "san@2", "ssan@2", "ssan@1", "ssan@3", "other"]
     assert same_seed_baseline(names) == [0, 0, 1, 0, 0, 0]
+
+
+def accuracy(sums):
+    return 100.0 * sums[0] / sums[1]
+
+
+def test_pooled_groups_test_each_group_against_the_first():
+    rng = np.random.default_rng(0)
+    names = ["san@1", "ssan@1", "san@2", "ssan@2", "disan@1"]
+    stats = [np.stack([rng.integers(0, 2, 50), np.ones(50)], 1).astype(float) for _ in names]
+    groups = pooled_groups(names, stats, accuracy, n_samples=200, seed=7)
+    assert [(g.name, g.members) for g in groups] == [
+        ("san", [0, 2]), ("ssan", [1, 3]), ("disan", [4])]
+    assert groups[0].test is None
+    expected = paired_bootstrap([stats[0], stats[2]], [stats[1], stats[3]], accuracy, 200, 7)
+    assert groups[1].test == expected
+    expected = paired_bootstrap([stats[0], stats[2]], [stats[4]], accuracy, 200, 7)
+    assert groups[2].test == expected
+
+
+def test_mean_std_is_the_sample_deviation():
+    assert mean_std([57.66, 57.75, 58.15]) == pytest.approx(
+        (statistics.mean([57.66, 57.75, 58.15]), statistics.stdev([57.66, 57.75, 58.15])))
+    assert mean_std([31.2]) == (31.2, 0.0)

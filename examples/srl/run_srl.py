@@ -48,7 +48,8 @@ TRAINING = ["--arch", "srl_tagger_small", "--dropout", "0.1", "--criterion", "sr
 
 
 def prepare(raw: Path, dest: Path, dry: bool) -> Path:
-    if not (dest / "manifest.json").exists():
+    """The data directory, prepared again if missing or from before characters existed."""
+    if not (dest / "manifest.json").exists() or not (dest / "dict.chars.txt").exists():
         run_command([PY, "scripts/prepare_srl.py", "--format", "conll2012", "--train",
                      raw / "train.gold_conll", "--valid", raw / "dev.gold_conll", "--dest", dest],
                     dry_run=dry)

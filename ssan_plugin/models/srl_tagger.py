@@ -3,8 +3,11 @@
 Per instance (one predicate of a sentence): input = word embedding + predicate-indicator
 embedding (2 rows: other word / the predicate) + optionally an embedding of each word's signed
 distance to the predicate, clipped to [-K, K] (``--srl-predicate-distance K``; 0 = none, the
-default) + fairseq's positional embedding (in training, ``--srl-word-dropout P`` first replaces
-each word but the predicate by <unk> with probability P), then
+default) + optionally a character CNN's vector of each word (``--srl-char-dim D``; 0 = none, the
+default; ``CharacterCNN``, which gives words unseen in training, all <unk> to the word
+embedding, a vector from their spelling) + fairseq's positional embedding (in training,
+``--srl-word-dropout P`` first replaces each word but the predicate by <unk> with probability
+P), then
 fairseq's TransformerEncoder stack whose self-attention is chosen by ``--srl-encoder``, then a
 classifier over the label dictionary: ``--srl-classifier linear`` (default) maps each word's
 encoder state h_j to label logits; ``predicate-mlp`` scores the pair (h_j, h_p) of the word and
@@ -34,6 +37,29 @@ def predicate_position(predicate):
     return predicate.eq(1).long().argmax(dim=1)
 
 
+class CharacterCNN(nn.Module):
+    """A word vector from its characters: embedding (V, D), Conv1d(D -> D, width 3, zero
+    padding), ReLU, max over the word's characters, Linear(D -> C).
+
+    (B, T, L) character ids, right-padded with ``pad`` -> (B, T, C). The max over ReLU outputs
+    with pad positions set to 0 equals the max over the real characters; a padding word (all
+    pad) pools to 0."""
+
+    def __init__(self, num_chars: int, pad: int, dim: int, out_dim: int):
+        super().__init__()
+        self.pad = pad
+        self.embed = nn.Embedding(num_chars, dim, padding_idx=pad)
+        self.conv = nn.Conv1d(dim, dim, kernel_size=3, padding=1)
+        self.proj = nn.Linear(dim, out_dim)
+
+    def forward(self, chars):
+        batch, words, width = chars.shape
+        flat = chars.reshape(batch * words, width)
+        h = F.relu(self.conv(self.embed(flat).transpose(1, 2)))  # (B*T, D, L)
+        h = h.masked_fill(flat.eq(self.pad).unsqueeze(1), 0.0)
+        return self.proj(h.max(dim=2).values).view(batch, words, -1)
+
+
 class SRLEncoder(VariantTransformerEncoder):
     """VariantTransformerEncoder whose input adds a predicate-indicator embedding and, with
     ``args.srl_predicate_distance`` K > 0, an embedding of the clipped signed distance to the
@@ -50,10 +76,16 @@ class SRLEncoder(VariantTransformerEncoder):
         self.word_dropout = float(getattr(args, "srl_word_dropout", 0) or 0)
         if not 0 <= self.word_dropout < 1:
             raise ValueError(f"--srl-word-dropout must be in [0, 1), got {self.word_dropout}")
+        self.char_features = None  # CharacterCNN, set by enable_char_features
         self.embed_distance = None
         if self.max_distance > 0:
             self.embed_distance = nn.Embedding(2 * self.max_distance + 1, dim)
             nn.init.normal_(self.embed_distance.weight, mean=0, std=dim**-0.5)
+
+    def enable_char_features(self, char_dict, dim: int) -> None:
+        """Add a ``CharacterCNN`` of width ``dim`` over ``char_dict``'s characters to the input."""
+        self.char_features = CharacterCNN(len(char_dict), char_dict.pad(), dim,
+                                          self.embed_tokens.embedding_dim)
 
     def predicate_distance(self, predicate):
         """(B, T) long in [0, 2K]: clip(j - p, -K, K) + K, p the predicate's position in the
@@ -72,14 +104,23 @@ class SRLEncoder(VariantTransformerEncoder):
         drop = droppable & (torch.rand(src_tokens.shape, device=src_tokens.device) < self.word_dropout)
         return src_tokens.masked_fill(drop, self.dictionary.unk())
 
-    def forward(self, src_tokens, src_lengths=None, predicate=None, return_all_hiddens=False):
-        """src_tokens, predicate: (B, T); predicate is 1 at the predicate word, else 0."""
+    def forward(self, src_tokens, src_lengths=None, predicate=None, return_all_hiddens=False,
+                chars=None):
+        """src_tokens, predicate: (B, T); predicate is 1 at the predicate word, else 0;
+        chars: (B, T, L) character ids (needed with character features, else ignored)."""
         if predicate is None:
             raise ValueError("SRLEncoder needs the predicate indicator (B x T)")
         words = self.drop_words(src_tokens, predicate)
         token_embeddings = self.embed_tokens(words) + self.embed_predicate(predicate)
         if self.embed_distance is not None:
             token_embeddings = token_embeddings + self.embed_distance(self.predicate_distance(predicate))
+        if self.char_features is not None:
+            if chars is None or chars.shape[:2] != src_tokens.shape:
+                raise ValueError("--srl-char-dim needs the (B, T, L) characters of the words: "
+                                 "a data directory with S.chars (scripts/prepare_srl.py), got "
+                                 f"{None if chars is None else tuple(chars.shape)} for words "
+                                 f"{tuple(src_tokens.shape)}")
+            token_embeddings = token_embeddings + self.char_features(chars)
         return super().forward(src_tokens, src_lengths, return_all_hiddens, token_embeddings)
 
 
@@ -119,6 +160,11 @@ class SRLTaggerModel(FairseqEncoderModel):
                             help="in training, replace each word other than the predicate by "
                                  "<unk> with probability P, so that <unk> (every word unseen in "
                                  "training) gets a trained embedding; 0 (default): never")
+        parser.add_argument("--srl-char-dim", type=int, metavar="D",
+                            help="add a character CNN of width D over each word's characters "
+                                 "(max-pooled, projected to the embed dim), so that words "
+                                 "unseen in training keep their spelling; needs a data "
+                                 "directory with characters (prepare_srl.py); 0 (default): none")
         parser.add_argument("--srl-classifier", choices=CLASSIFIERS,
                             help="linear (default): labels from each word's encoder state; "
                                  "predicate-mlp: from the word's and the predicate's states "
@@ -133,6 +179,12 @@ class SRLTaggerModel(FairseqEncoderModel):
             encoder = SRLEncoder(args, words, embed_tokens, [], None)
         else:
             encoder = variant.build_variant_encoder(args, words, embed_tokens, SRLEncoder)
+        if args.srl_char_dim > 0:
+            if getattr(task, "char_dict", None) is None:
+                raise ValueError("--srl-char-dim needs a data directory with characters "
+                                 "(dict.chars.txt and S.chars): prepare it again with "
+                                 "scripts/prepare_srl.py")
+            encoder.enable_char_features(task.char_dict, args.srl_char_dim)
         labels = len(task.target_dictionary)
         if args.srl_classifier == "predicate-mlp":
             classifier = PredicateMLPClassifier(args.encoder_embed_dim, labels, args.dropout)
@@ -140,9 +192,9 @@ class SRLTaggerModel(FairseqEncoderModel):
             classifier = nn.Linear(args.encoder_embed_dim, labels)
         return cls(encoder, classifier)
 
-    def forward(self, src_tokens, src_lengths, predicate, **kwargs):
+    def forward(self, src_tokens, src_lengths, predicate, chars=None, **kwargs):
         """-> (logits (B, T, L), {"selection_stats": [...], "encoder_padding_mask": [...]})."""
-        out = self.encoder(src_tokens, src_lengths=src_lengths, predicate=predicate)
+        out = self.encoder(src_tokens, src_lengths=src_lengths, predicate=predicate, chars=chars)
         x = out["encoder_out"][0].transpose(0, 1)  # T x B x C -> B x T x C
         if isinstance(self.classifier, PredicateMLPClassifier):
             logits = self.classifier(x, predicate)
@@ -167,6 +219,9 @@ def srl_tagger(args):
     args.srl_encoder = getattr(args, "srl_encoder", None) or "san"
     args.srl_predicate_distance = getattr(args, "srl_predicate_distance", None) or 0
     args.srl_word_dropout = getattr(args, "srl_word_dropout", None) or 0.0
+    args.srl_char_dim = getattr(args, "srl_char_dim", None) or 0
+    if args.srl_char_dim < 0:
+        raise ValueError(f"--srl-char-dim must be >= 0, got {args.srl_char_dim}")
     args.srl_classifier = getattr(args, "srl_classifier", None) or "linear"
     if args.srl_classifier not in CLASSIFIERS:
         raise ValueError(f"--srl-classifier {args.srl_classifier!r}: choose from {CLASSIFIERS}")

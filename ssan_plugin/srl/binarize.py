@@ -5,9 +5,11 @@ Conventions:
 - every proposition (predicate) of every sentence becomes one instance: the sentence's words,
   the predicate position, the BIO tags of its argument column (outermost phrases only;
   ``C-``/``R-`` kept as labels of their own; ``Proposition.bio``);
-- both dictionaries come from the training split only: words seen at least
+- the dictionaries come from the training split only: words seen at least
   ``word_threshold`` times (padded to a multiple of 8, as fairseq-preprocess does), every
-  label seen (no padding); unseen words/labels of other splits map to ``<unk>`` and are counted;
+  label and every character seen (no padding); unseen words/labels/characters of other splits
+  map to ``<unk>`` and are counted. Characters are those of every training word, rare words
+  included, so that a word unknown to the word dictionary still has its spelling;
 - nothing is written until every split has been read, so malformed input leaves no partial
   directory behind.
 
@@ -104,6 +106,16 @@ def build_dictionaries(train: Sequence[Sentence], word_threshold: int = 1
     return words, labels
 
 
+def build_char_dictionary(train: Sequence[Sentence]) -> Dictionary:
+    """The characters of the training words (Python characters, i.e. code points)."""
+    return build_dictionary((c for s in train for w in s.words for c in w), 1, 1)
+
+
+def char_ids(words: Sequence[str], char_dict: Dictionary) -> List[int]:
+    """The ``chars`` item of an instance: each word's character ids, then EOS (datadir)."""
+    return [i for w in words for i in [char_dict.index(c) for c in w] + [char_dict.eos()]]
+
+
 def write_indexed(prefix: str, items: Iterable[Sequence[int]], vocab_size: int) -> None:
     """An mmap indexed dataset ``prefix.bin``/``prefix.idx``, one item per sequence."""
     builder = indexed_dataset.make_builder(
@@ -115,16 +127,18 @@ def write_indexed(prefix: str, items: Iterable[Sequence[int]], vocab_size: int) 
 
 
 def write_split(dest: str, split: str, sentences: Sequence[Sentence], word_dict: Dictionary,
-                label_dict: Dictionary) -> Dict[str, int]:
+                label_dict: Dictionary, char_dict: Dictionary) -> Dict[str, int]:
     """Write one split's indexed datasets, props and instances table; returns its counts."""
     rows = list(instances(sentences))
-    word_ids, predicates, label_ids = [], [], []
-    unk_words = unk_labels = tokens = dropped = 0
+    word_ids, predicates, label_ids, chars = [], [], [], []
+    unk_words = unk_labels = unk_chars = tokens = dropped = 0
     for row in rows:
         w = [word_dict.index(x) for x in row.words]
         lab = [label_dict.index(x) for x in row.tags]
         unk_words += sum(i == word_dict.unk() for i in w)
         unk_labels += sum(i == label_dict.unk() for i in lab)
+        chars.append(char_ids(row.words, char_dict))
+        unk_chars += sum(i == char_dict.unk() for i in chars[-1])
         tokens += len(w)
         dropped += row.dropped
         word_ids.append(w)
@@ -134,6 +148,7 @@ def write_split(dest: str, split: str, sentences: Sequence[Sentence], word_dict:
     write_indexed(datadir.dataset_prefix(dest, split, datadir.WORDS), word_ids, len(word_dict))
     write_indexed(datadir.dataset_prefix(dest, split, datadir.PREDICATE), predicates, 2)
     write_indexed(datadir.dataset_prefix(dest, split, datadir.LABELS), label_ids, len(label_dict))
+    write_indexed(datadir.dataset_prefix(dest, split, datadir.CHARS), chars, len(char_dict))
     write_props(datadir.props_path(dest, split),
                 ((s.targets(), [list(p.tags) for p in s.propositions]) for s in sentences))
     datadir.write_instances(
@@ -146,12 +161,14 @@ def write_split(dest: str, split: str, sentences: Sequence[Sentence], word_dict:
         "instance_tokens": tokens,
         "unknown_word_tokens": unk_words,
         "unknown_label_tokens": unk_labels,
+        "unknown_characters": unk_chars,
         "embedded_phrases_dropped": dropped,
     }
 
 
 def write_manifest(dest: str, manifest: dict) -> None:
-    """``manifest.json``: ``format``, ``task`` ("srl"), ``words`` (dictionary size),
+    """``manifest.json``: ``format``, ``task`` ("srl"), ``words`` and ``chars`` (dictionary
+    sizes),
     ``labels`` (label symbols, specials excluded), ``splits.S`` = ``sources`` (absolute
     paths) + the counts of ``write_split``."""
     with open(datadir.manifest_path(dest), "w", encoding="utf-8") as f:
@@ -180,19 +197,22 @@ def prepare(fmt: str, splits: Dict[str, str], dest: str, word_threshold: int = 1
         word_dict, label_dict = build_dictionaries(read["train"][0], word_threshold)
     except PrepareError:
         raise PrepareError(f"{splits['train']} has no predicates") from None
+    char_dict = build_char_dictionary(read["train"][0])
 
     Path(dest).mkdir(parents=True, exist_ok=True)
     word_dict.save(datadir.word_dict_path(dest))
     label_dict.save(datadir.label_dict_path(dest))
+    char_dict.save(datadir.char_dict_path(dest))
     manifest = {
         "format": fmt,
         "task": "srl",
         "words": len(word_dict),
+        "chars": len(char_dict),
         "labels": label_dict.symbols[label_dict.nspecial:],
         "splits": {},
     }
     for name, (sentences, sources) in read.items():
-        stats = write_split(dest, name, sentences, word_dict, label_dict)
+        stats = write_split(dest, name, sentences, word_dict, label_dict, char_dict)
         manifest["splits"][name] = {"sources": [os.path.abspath(s) for s in sources], **stats}
     write_manifest(dest, manifest)
     return manifest

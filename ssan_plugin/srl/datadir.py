@@ -3,8 +3,8 @@
 ``scripts/prepare_srl.py`` (``binarize``) writes it; the ``srl`` task and
 ``scripts/evaluate_srl.py`` read it. A directory DIR holds:
 
-- ``dict.words.txt``, ``dict.labels.txt``: fairseq Dictionaries of the words and of the BIO
-  labels seen in the training split;
+- ``dict.words.txt``, ``dict.labels.txt``, ``dict.chars.txt``: fairseq Dictionaries of the
+  words, the BIO labels and the characters of the words seen in the training split;
 - per split S (``train``, ``valid``, ``test``):
 
   - ``S.words``, ``S.predicate``, ``S.labels``: fairseq mmap indexed datasets (``.bin`` +
@@ -12,6 +12,10 @@
     (predicate), one entry per word, no EOS. ``words``/``labels`` hold dictionary ids;
     ``predicate`` holds ``IS_PREDICATE`` (1) at the predicate word and ``NOT_PREDICATE`` (0)
     elsewhere;
+  - ``S.chars``: the same instances as character ids: every word's characters followed by the
+    character dictionary's EOS, the word separator (so an item holds as many EOS as its
+    instance has words). Directories written before it existed lack it (and
+    ``dict.chars.txt``); only character features (``--srl-char-dim``) need it;
   - ``S.props``: the gold CoNLL-2005 props file of the split (every sentence, brackets
     verbatim from the source);
   - ``S.instances.tsv``: tab-separated, header ``instance sentence predicate``, then one row
@@ -29,12 +33,14 @@ from typing import Iterable, List, NamedTuple
 
 WORD_DICT = "dict.words.txt"
 LABEL_DICT = "dict.labels.txt"
+CHAR_DICT = "dict.chars.txt"
 MANIFEST = "manifest.json"
 SPLITS = ("train", "valid", "test")
 
 # the three aligned indexed datasets of a split, in the order the task loads them
 WORDS, PREDICATE, LABELS = "words", "predicate", "labels"
 INDEXED = (WORDS, PREDICATE, LABELS)
+CHARS = "chars"  # characters of the words, each word closed by the char dictionary's EOS
 IS_PREDICATE, NOT_PREDICATE = 1, 0
 
 INSTANCES_HEADER = ("instance", "sentence", "predicate")
@@ -56,14 +62,19 @@ def label_dict_path(data: str) -> str:
     return os.path.join(str(data), LABEL_DICT)
 
 
+def char_dict_path(data: str) -> str:
+    return os.path.join(str(data), CHAR_DICT)
+
+
 def manifest_path(data: str) -> str:
     return os.path.join(str(data), MANIFEST)
 
 
 def dataset_prefix(data: str, split: str, name: str) -> str:
-    """Prefix of an indexed dataset (``name`` in ``INDEXED``); fairseq adds ``.bin``/``.idx``."""
-    if name not in INDEXED:
-        raise ValueError(f"unknown SRL dataset {name!r}; one of {INDEXED}")
+    """Prefix of an indexed dataset (``name`` in ``INDEXED`` or ``CHARS``); fairseq adds
+    ``.bin``/``.idx``."""
+    if name not in INDEXED + (CHARS,):
+        raise ValueError(f"unknown SRL dataset {name!r}; one of {INDEXED + (CHARS,)}")
     return os.path.join(str(data), f"{split}.{name}")
 
 

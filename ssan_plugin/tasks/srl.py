@@ -5,7 +5,9 @@ Data directory: the layout of ``ssan_plugin.srl.datadir`` (written by
 ``words`` / ``predicate`` / ``labels`` indexed datasets (one item per instance, one entry per
 word, no EOS; predicate entries are 1 at the predicate word, else 0).
 
-A batch: ``net_input = {src_tokens: (B, T) word ids, src_lengths: (B,), predicate: (B, T) 0/1}``,
+A batch: ``net_input = {src_tokens: (B, T) word ids, src_lengths: (B,), predicate: (B, T) 0/1}``
+and, when the directory has the ``chars`` datasets, ``chars``: (B, T, L) character ids of every
+word (``srl.characters``; read by models with ``--srl-char-dim``),
 ``target``: (B, T) label ids, padded with the label dictionary's pad index. Outside the
 training split, ``srl_gold``: the instances' gold propositions (``srl.validation``), so that
 validation logs span ``precision`` / ``recall`` / ``f1`` (percent) as ``scripts/evaluate_srl.py``
@@ -18,7 +20,7 @@ CoNLL scorer, the (correct, excess, missed) counts are summed over the batches i
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import numpy as np
 import torch
@@ -39,6 +41,7 @@ from fairseq.tasks import FairseqTask, register_task
 from omegaconf import II, MISSING
 
 from ..srl import datadir
+from ..srl.characters import WordCharactersDataset
 from ..srl.scorer import Counts
 from ..srl.validation import instance_counts, read_gold_instances
 from ..srl.viterbi import BIOConstraints, viterbi_decode
@@ -67,10 +70,12 @@ class SRLConfig(FairseqDataclass):
 
 @register_task("srl", dataclass=SRLConfig)
 class SRLTask(FairseqTask):
-    def __init__(self, cfg: SRLConfig, word_dict: Dictionary, label_dict: Dictionary):
+    def __init__(self, cfg: SRLConfig, word_dict: Dictionary, label_dict: Dictionary,
+                 char_dict: Optional[Dictionary] = None):
         super().__init__(cfg)
         self.word_dict = word_dict
         self.label_dict = label_dict
+        self.char_dict = char_dict  # None: a directory without characters
         self._constraints = None
 
     @classmethod
@@ -83,8 +88,12 @@ class SRLTask(FairseqTask):
                     "scripts/prepare_srl.py"
                 )
             dicts.append(Dictionary.load(path))
-        logger.info("srl: %d words, %d labels", len(dicts[0]), len(dicts[1]) - dicts[1].nspecial)
-        return cls(cfg, *dicts)
+        chars = datadir.char_dict_path(cfg.data)
+        char_dict = Dictionary.load(chars) if os.path.exists(chars) else None
+        logger.info("srl: %d words, %d labels, %s", len(dicts[0]),
+                    len(dicts[1]) - dicts[1].nspecial,
+                    f"{len(char_dict)} characters" if char_dict else "no characters")
+        return cls(cfg, *dicts, char_dict)
 
     @property
     def source_dictionary(self):
@@ -119,6 +128,7 @@ class SRLTask(FairseqTask):
                     "src_tokens": RightPadDataset(words, pad_idx=self.word_dict.pad()),
                     "src_lengths": NumelDataset(words, reduce=False),
                     "predicate": RightPadDataset(predicate, pad_idx=PREDICATE_PAD),
+                    **self._chars_dataset(split, words.sizes),
                 },
                 "target": RightPadDataset(labels, pad_idx=self.label_dict.pad()),
                 "nsentences": NumSamplesDataset(),
@@ -134,6 +144,19 @@ class SRLTask(FairseqTask):
         logger.info("srl: split %s, %d instances", split, len(dataset))
         self.datasets[split] = dataset
         return dataset
+
+    def _chars_dataset(self, split, sizes) -> dict:
+        """{"chars": WordCharactersDataset} when the directory has characters, else {}."""
+        if self.char_dict is None:
+            return {}
+        prefix = datadir.dataset_prefix(self.cfg.data, split, datadir.CHARS)
+        chars = data_utils.load_indexed_dataset(prefix, self.char_dict)
+        if chars is None:
+            raise FileNotFoundError(f"SRL split {split!r}: {prefix}.{{bin,idx}} not found while "
+                                    f"{datadir.char_dict_path(self.cfg.data)} exists (prepare "
+                                    "the data again with scripts/prepare_srl.py)")
+        return {"chars": WordCharactersDataset(chars, sizes, self.char_dict.eos(),
+                                               self.char_dict.pad(), split=split)}
 
     def _gold_dataset(self, split, sizes) -> dict:
         """{GOLD: per-instance gold propositions} for validation splits with F1, else {}."""

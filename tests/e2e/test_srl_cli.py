@@ -73,7 +73,8 @@ def test_ewt_prepare_train_san_and_ssan_evaluate(tmp_path):
              "--encoder-attention-heads", "2", "--criterion", "srl_cross_entropy",
              "--report-accuracy", "--optimizer", "adam", "--lr", "1e-3", "--max-tokens", "1500",
              "--max-update", "3", "--cpu", "--save-dir", str(save), "--no-epoch-checkpoints",
-             "--log-format", "simple", "--log-interval", "1", "--seed", "1"])
+             "--log-format", "simple", "--log-interval", "1", "--seed", "1",
+             *(["--srl-char-dim", "8"] if encoder == "ssan" else [])])  # characters: one run
         ckpt = save / "checkpoint_last.pt"
         assert ckpt.exists()
         out = tmp_path / f"eval_{encoder}"

@@ -139,3 +139,68 @@ def test_predicate_mlp_classifier_through_the_model(tiny05):
     torch.testing.assert_close(logits, expected)
     with pytest.raises(SystemExit):
         build(tiny05, "--srl-classifier", "bilinear")
+
+
+def test_character_cnn_is_each_word_pooled_alone(tiny05):
+    """CharacterCNN on a padded (B, T, L) batch equals, word by word, conv1d (width 3, zero
+    padding) over that word's own characters, ReLU, max, projection; a padding word pools to 0."""
+    import torch.nn.functional as F
+
+    task, model = build(tiny05, "--srl-char-dim", "6")
+    cnn = model.encoder.char_features
+    pad = task.char_dict.pad()
+    torch.manual_seed(0)
+    words = [[[5, 6, 7, 8], [9]], [[10, 11], []]]  # row 1, word 1: padding
+    chars = torch.full((2, 2, 4), pad, dtype=torch.long)
+    for b, row in enumerate(words):
+        for t, word in enumerate(row):
+            chars[b, t, :len(word)] = torch.tensor(word)
+    out = cnn(chars)
+    assert out.shape == (2, 2, 16)
+    for b, row in enumerate(words):
+        for t, word in enumerate(row):
+            if word:
+                x = cnn.embed(torch.tensor(word)).t().unsqueeze(0)  # (1, D, len)
+                pooled = F.relu(F.conv1d(x, cnn.conv.weight, cnn.conv.bias, padding=1)).amax(2)[0]
+            else:
+                pooled = torch.zeros(6)
+            torch.testing.assert_close(out[b, t], cnn.proj(pooled))
+
+
+def test_char_features_spell_out_unknown_words(tiny05):
+    """Two <unk> words with different spellings get different encoder states with character
+    features and the same states without."""
+    def states(*extra):
+        task, model = build(tiny05, *extra)
+        task.load_dataset("valid")
+        batch = task.dataset("valid").collater([task.dataset("valid")[0]] * 2)
+        net = batch["net_input"]
+        net["src_tokens"][:, 0] = task.word_dict.unk()
+        net["chars"][1, 0, 0] = task.char_dict.index("R")  # "I" -> "R", still <unk>
+        logits, _ = model(**net)
+        return logits
+
+    without = states()
+    torch.testing.assert_close(without[0], without[1])
+    with_chars = states("--srl-char-dim", "6")
+    assert not torch.allclose(with_chars[0, 0], with_chars[1, 0])
+
+
+def test_char_features_need_a_directory_with_characters(tiny05, tmp_path):
+    import shutil
+
+    data = tmp_path / "old"
+    shutil.copytree(tiny05, data)
+    (data / "dict.chars.txt").unlink()  # a directory from before characters
+    task, model = build(data)  # without character features it still works
+    task.load_dataset("valid")
+    valid = task.dataset("valid")
+    assert "chars" not in valid.collater([valid[0]])["net_input"]
+    with pytest.raises(ValueError, match="--srl-char-dim needs a data directory with characters"):
+        build(data, "--srl-char-dim", "6")
+    with pytest.raises(ValueError, match="--srl-char-dim must be >= 0"):
+        build(tiny05, "--srl-char-dim", "-1")
+    _, model = build(tiny05, "--srl-char-dim", "6")
+    tokens = torch.tensor([[4, 5]])
+    with pytest.raises(ValueError, match=r"needs the \(B, T, L\) characters"):
+        model(tokens, torch.tensor([2]), torch.tensor([[0, 1]]))

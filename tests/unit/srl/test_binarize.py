@@ -126,11 +126,32 @@ def test_prepare_writes_and_reads_back(corpus):
     assert manifest["splits"]["train"] == {
         "sources": [str((corpus / "train_conll").resolve())],
         "sentences": 3, "instances": 3, "instance_tokens": 13, "unknown_word_tokens": 0,
-        "unknown_label_tokens": 0, "embedded_phrases_dropped": 0,
+        "unknown_label_tokens": 0, "unknown_characters": 0, "embedded_phrases_dropped": 0,
     }
     valid = manifest["splits"]["valid"]
     assert (valid["sentences"], valid["instances"], valid["instance_tokens"]) == (1, 1, 2)
     assert (valid["unknown_word_tokens"], valid["unknown_label_tokens"]) == (1, 1)
+    assert valid["unknown_characters"] == 1  # the B of "Bill"
+
+
+def test_prepare_writes_the_characters_of_every_word(corpus):
+    dest = corpus / "bin"
+    manifest = prepare("conll2012", {"train": str(corpus / "train_conll"),
+                                     "valid": str(corpus / "valid_conll")}, str(dest))
+    chars = Dictionary.load(datadir.char_dict_path(dest))
+    assert manifest["chars"] == len(chars)
+    assert set(chars.symbols[chars.nspecial:]) == set("JohnsawMaryleave.ItrainedHi")
+
+    def spell(item):  # ids -> words, EOS closes each word
+        return "".join(" " if i == chars.eos() else chars[i] for i in item).split(" ")[:-1]
+
+    items = load(dest, "train", datadir.CHARS, chars)
+    assert [spell(item) for item in items] == TRAIN_WORDS
+    assert [item.count(chars.eos()) for item in items] == [5, 5, 3]
+    # valid "Bill": B unseen in train -> <unk>, the rest kept
+    (bill,) = load(dest, "valid", datadir.CHARS, chars)
+    assert bill[:5] == [chars.unk(), chars.index("i"), chars.index("l"), chars.index("l"),
+                        chars.eos()]
     assert list(manifest["splits"]) == ["train", "valid"]
 
 

@@ -50,10 +50,10 @@ def test_prepared_directory_is_exactly_the_layout_and_the_task_loads_it(tmp_path
     prepare("conll2005", {"train": str(tmp_path / "t"), "test": str(tmp_path / "t")}, dest)
 
     expected = {datadir.word_dict_path(dest), datadir.label_dict_path(dest),
-                datadir.manifest_path(dest)}
+                datadir.char_dict_path(dest), datadir.manifest_path(dest)}
     for split in ("train", "test"):
         expected |= {datadir.props_path(dest, split), datadir.instances_path(dest, split)}
-        for name in datadir.INDEXED:
+        for name in datadir.INDEXED + (datadir.CHARS,):
             expected |= {datadir.dataset_prefix(dest, split, name) + ext for ext in (".bin", ".idx")}
     assert {os.path.join(dest, f) for f in os.listdir(dest)} == expected
 
@@ -70,3 +70,10 @@ def test_prepared_directory_is_exactly_the_layout_and_the_task_loads_it(tmp_path
         row.predicate for row in table]
     assert np.array_equal(predicate.sum(dim=1).numpy(), np.ones(3))
     assert [task.label_dict[int(i)] for i in batch["target"][2][:2]] == ["B-A0", "B-V"]
+    # the characters of every word, padded like the words: (B, T, L)
+    chars = batch["net_input"]["chars"]
+    assert chars.shape[:2] == words.shape and chars.shape[2] == len("leave")
+    spelled = ["".join(task.char_dict[int(c)] for c in word if c != task.char_dict.pad())
+               for word in chars[0]]
+    assert spelled == ["I", "saw", "her", "leave"]
+    assert chars[2, 2:].eq(task.char_dict.pad()).all()  # "She left": 2 words, then padding

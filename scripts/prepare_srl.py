@@ -46,7 +46,8 @@ def main(argv=None):
     for name, stats in manifest["splits"].items():
         print(f"{name}: {stats['sentences']} sentences, {stats['instances']} instances, "
               f"{stats['instance_tokens']} instance tokens, {stats['unknown_word_tokens']} unknown words, "
-              f"{stats['unknown_label_tokens']} unknown labels")
+              f"{stats['unknown_label_tokens']} unknown labels, "
+              f"{stats['unknown_characters']} unknown characters")
     print(f"wrote {args.dest}")
     return 0
 

@@ -43,7 +43,9 @@ class CharacterCNN(nn.Module):
 
     (B, T, L) character ids, right-padded with ``pad`` -> (B, T, C). The max over ReLU outputs
     with pad positions set to 0 equals the max over the real characters; a padding word (all
-    pad) pools to 0."""
+    pad) pools to 0. Each distinct spelling in the batch is encoded once (a batch holds every
+    predicate's copy of a sentence, and frequent words many times) and the vectors are
+    gathered back, which gives the same values and gradients at a fraction of the cost."""
 
     def __init__(self, num_chars: int, pad: int, dim: int, out_dim: int):
         super().__init__()
@@ -54,10 +56,15 @@ class CharacterCNN(nn.Module):
 
     def forward(self, chars):
         batch, words, width = chars.shape
-        flat = chars.reshape(batch * words, width)
-        h = F.relu(self.conv(self.embed(flat).transpose(1, 2)))  # (B*T, D, L)
-        h = h.masked_fill(flat.eq(self.pad).unsqueeze(1), 0.0)
-        return self.proj(h.max(dim=2).values).view(batch, words, -1)
+        spellings, where = torch.unique(chars.reshape(batch * words, width), dim=0,
+                                        return_inverse=True)  # (U, L), (B*T,)
+        return self.encode(spellings)[where].view(batch, words, -1)
+
+    def encode(self, spellings):
+        """(U, L) character ids -> (U, C) word vectors."""
+        h = F.relu(self.conv(self.embed(spellings).transpose(1, 2)))  # (U, D, L)
+        h = h.masked_fill(spellings.eq(self.pad).unsqueeze(1), 0.0)
+        return self.proj(h.max(dim=2).values)
 
 
 class SRLEncoder(VariantTransformerEncoder):

@@ -143,20 +143,22 @@ def test_predicate_mlp_classifier_through_the_model(tiny05):
 
 def test_character_cnn_is_each_word_pooled_alone(tiny05):
     """CharacterCNN on a padded (B, T, L) batch equals, word by word, conv1d (width 3, zero
-    padding) over that word's own characters, ReLU, max, projection; a padding word pools to 0."""
+    padding) over that word's own characters, ReLU, max, projection; a padding word pools to 0;
+    repeated words (encoded once) get their own vector back, and gradients reach every use."""
     import torch.nn.functional as F
 
     task, model = build(tiny05, "--srl-char-dim", "6")
     cnn = model.encoder.char_features
     pad = task.char_dict.pad()
     torch.manual_seed(0)
-    words = [[[5, 6, 7, 8], [9]], [[10, 11], []]]  # row 1, word 1: padding
-    chars = torch.full((2, 2, 4), pad, dtype=torch.long)
+    words = [[[5, 6, 7, 8], [9]], [[10, 11], []], [[9], [5, 6, 7, 8]]]  # [], padding
+    chars = torch.full((3, 2, 4), pad, dtype=torch.long)
     for b, row in enumerate(words):
         for t, word in enumerate(row):
             chars[b, t, :len(word)] = torch.tensor(word)
-    out = cnn(chars)
-    assert out.shape == (2, 2, 16)
+    out = cnn(chars)  # each spelling encoded once (row 2 repeats row 0's words)
+    assert out.shape == (3, 2, 16)
+    expected = torch.zeros_like(out)
     for b, row in enumerate(words):
         for t, word in enumerate(row):
             if word:
@@ -164,7 +166,13 @@ def test_character_cnn_is_each_word_pooled_alone(tiny05):
                 pooled = F.relu(F.conv1d(x, cnn.conv.weight, cnn.conv.bias, padding=1)).amax(2)[0]
             else:
                 pooled = torch.zeros(6)
-            torch.testing.assert_close(out[b, t], cnn.proj(pooled))
+            expected[b, t] = cnn.proj(pooled)
+    torch.testing.assert_close(out, expected)
+    weights = torch.randn_like(out)
+    params = [cnn.embed.weight, cnn.conv.weight, cnn.proj.weight]
+    grads = torch.autograd.grad((out * weights).sum(), params)
+    for grad, reference in zip(grads, torch.autograd.grad((expected * weights).sum(), params)):
+        torch.testing.assert_close(grad, reference)
 
 
 def test_char_features_spell_out_unknown_words(tiny05):

@@ -12,6 +12,7 @@ from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.models import register_model
 
 from ..modules import SelectiveMultiheadAttention
+from ..modules.selective_attention import STRAIGHT_THROUGH_EXP_CAP
 from .architectures import FAIRSEQ_SHAPES, LARGE_SHAPES
 from .variant_transformer import VariantTransformerModel, register_variant_architectures
 
@@ -31,6 +32,14 @@ class SSANOptions(FairseqDataclass):
         default=0,
         metadata={"help": "width P of the policy's Q_p and K_p (a multiple of the heads); "
                           "0: the embed dim, as in the paper. A narrower policy is cheaper "
+                          "(docs/design.md, section 1.4)"},
+    )
+    ssan_straight_through_cap: float = field(
+        default=STRAIGHT_THROUGH_EXP_CAP,
+        metadata={"help": "the straight-through gradient of a discarded key whose attention "
+                          "logit exceeds the row maximum m of the selected keys uses "
+                          "exp(min(E - m, CAP)); lower caps bound the policy's gradient "
+                          "(0: as if the key were at the maximum). Values never depend on it "
                           "(docs/design.md, section 1.4)"},
     )
     ssan_scale_policy_logits: bool = field(
@@ -57,6 +66,7 @@ class SSANTransformerModel(VariantTransformerModel):
             selection=args.ssan_selection,
             scale_policy_logits=args.ssan_scale_policy_logits,
             policy_dim=args.ssan_policy_dim,
+            straight_through_cap=args.ssan_straight_through_cap,
             q_noise=cfg.quant_noise.pq,
             qn_block_size=cfg.quant_noise.pq_block_size,
         )

@@ -28,8 +28,16 @@ logger = logging.getLogger(__name__)
 
 # Straight-through gradients reach the selection of a *discarded* key through exp(E_ij - m),
 # m the row maximum over selected keys. When E_ij exceeds m by a lot, that linearisation is
-# astronomically large (and overflows); its exponent is capped here. Values never depend on it.
+# astronomically large (and overflows); its exponent is capped (default here, or
+# --ssan-straight-through-cap). Values never depend on it.
 STRAIGHT_THROUGH_EXP_CAP = 10.0
+
+
+def _check_cap(cap: float) -> float:
+    if not 0 <= cap < math.inf:
+        raise ValueError(f"--ssan-straight-through-cap must be finite and >= 0 (a negative cap "
+                         f"would change the selected keys' values), got {cap}")
+    return float(cap)
 
 
 def _row_max(logits: Tensor, chosen: Tensor) -> Tensor:
@@ -44,15 +52,16 @@ def _row_max(logits: Tensor, chosen: Tensor) -> Tensor:
     return row_max
 
 
-def _selective_exponentials(logits: Tensor, select: Tensor, chosen: Tensor, pad: Optional[Tensor]):
-    """The forward pass shared by both selective-softmax Functions, float32 (B, h, T, S).
+def _selective_exponentials(logits: Tensor, select: Tensor, chosen: Tensor, pad: Optional[Tensor],
+                            cap: float = STRAIGHT_THROUGH_EXP_CAP):
+    """The forward pass of selective_softmax, float32 (B, h, T, S).
 
     ``chosen``: bool, selected and not a pad. Returns (out, unnorm, denom): unnorm = exp(E - m)
     with m the row maximum over chosen keys (over all finite keys for a row with none chosen),
-    the exponent capped at STRAIGHT_THROUGH_EXP_CAP, pads 0; out = A unnorm / denom with
+    the exponent capped at ``cap``, pads 0; out = A unnorm / denom with
     denom = sum_j A_j unnorm_j (1 for an empty row), (B, h, T, 1).
     """
-    unnorm = (logits - _row_max(logits, chosen)).clamp_(max=STRAIGHT_THROUGH_EXP_CAP).exp_()
+    unnorm = (logits - _row_max(logits, chosen)).clamp_(max=cap).exp_()
     if pad is not None:
         unnorm.masked_fill_(pad, 0.0)
     out = select * unnorm
@@ -72,11 +81,11 @@ class _SelectiveSoftmax(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, logits: Tensor, select: Tensor, pad: Optional[Tensor]):
+    def forward(ctx, logits: Tensor, select: Tensor, pad: Optional[Tensor], cap: float):
         chosen = select > 0
         if pad is not None:
             chosen &= ~pad
-        out, unnorm, denom = _selective_exponentials(logits, select, chosen, pad)
+        out, unnorm, denom = _selective_exponentials(logits, select, chosen, pad, cap)
         ctx.save_for_backward(out, unnorm, denom)
         return out
 
@@ -86,13 +95,14 @@ class _SelectiveSoftmax(torch.autograd.Function):
         centred = grad_out - (out * grad_out).sum(-1, keepdim=True)
         grad_logits = out * centred if ctx.needs_input_grad[0] else None
         grad_select = unnorm / denom * centred if ctx.needs_input_grad[1] else None
-        return grad_logits, grad_select, None
+        return grad_logits, grad_select, None, None
 
 
 def selective_softmax(
     logits: Tensor,
     select: Tensor,
     key_padding_mask: Optional[Tensor] = None,
+    straight_through_cap: float = STRAIGHT_THROUGH_EXP_CAP,
 ) -> Tensor:
     """ATT_ij = A_ij exp(E_ij) / sum_j' A_ij' exp(E_ij'), pads never counted.
 
@@ -101,6 +111,8 @@ def selective_softmax(
         select: A, (B, h, T, S), values in [0, 1]; may carry gradients (straight-through or
             soft selection). A key with A_ij == 0 is discarded.
         key_padding_mask: (B, S) bool, True at pads, or None.
+        straight_through_cap: the gradient reaching A_ij of a discarded key uses
+            exp(min(E_ij - m_i, cap)) (docs/design.md 1.4); values never depend on it.
 
     Returns:
         float32 (B, h, T, S). Exponentials are taken relative to the row maximum over the
@@ -112,7 +124,8 @@ def selective_softmax(
     pad = None
     if key_padding_mask is not None:
         pad = key_padding_mask.view(key_padding_mask.size(0), 1, 1, -1).to(torch.bool)
-    return _SelectiveSoftmax.apply(logits.float(), select.float(), pad)
+    return _SelectiveSoftmax.apply(logits.float(), select.float(), pad,
+                                   _check_cap(straight_through_cap))
 
 
 
@@ -135,14 +148,14 @@ class _SampledSelectiveSoftmax(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, logits: Tensor, policy_logits: Tensor, noise: Tensor, pad: Optional[Tensor],
-                tau: float, select_grad: bool):
+                tau: float, select_grad: bool, cap: float):
         # Buffers of attention size: the inputs, noise -> z -> slope -> w, A (bool), u -> ATT.
         ctx.set_materialize_grads(False)
         z = noise.add_(policy_logits)  # E_p + L
         chosen = z > 0  # A = 1[y > 0.5]
         if pad is not None:
             chosen &= ~pad
-        unnorm = (logits - _row_max(logits, chosen)).clamp_(max=STRAIGHT_THROUGH_EXP_CAP).exp_()
+        unnorm = (logits - _row_max(logits, chosen)).clamp_(max=cap).exp_()
         if pad is not None:
             unnorm.masked_fill_(pad, 0.0)
         slope = z.div_(tau).sigmoid_()
@@ -178,19 +191,21 @@ class _SampledSelectiveSoftmax(torch.autograd.Function):
         if grad_select is not None and slope and ctx.needs_input_grad[1]:
             extra = grad_select * slope[0]
             grad_policy = extra if grad_policy is None else grad_policy.add_(extra)
-        return grad_logits, grad_policy, None, None, None, None
+        return grad_logits, grad_policy, None, None, None, None, None
 
 
 def sampled_selective_softmax(logits: Tensor, policy_logits: Tensor, tau: float,
                               key_padding_mask: Optional[Tensor] = None, select_grad: bool = True,
-                              noise: Optional[Tensor] = None):
+                              noise: Optional[Tensor] = None,
+                              straight_through_cap: float = STRAIGHT_THROUGH_EXP_CAP):
     """Training, hard selection: (ATT, A) with A the straight-through Gumbel-sigmoid sample of
     the policy logits and ATT = selective_softmax(logits, A), both float32 (B, h, T, S); the
     same values and gradients as ``selective_softmax(logits, sample_selection(...))`` with the
     same noise, in fewer passes and with less kept for backward (see _SampledSelectiveSoftmax).
 
     ``select_grad``: whether A carries the straight-through gradient (the selection
-    regulariser needs it); ``noise``: logistic noise to use (tests), drawn when None.
+    regulariser needs it); ``noise``: logistic noise to use (tests), drawn when None;
+    ``straight_through_cap``: as in ``selective_softmax``.
     """
     pad = None
     if key_padding_mask is not None:
@@ -198,7 +213,7 @@ def sampled_selective_softmax(logits: Tensor, policy_logits: Tensor, tau: float,
     policy_logits = policy_logits.float()
     noise = logistic_noise_like(policy_logits) if noise is None else noise.float().clone()
     return _SampledSelectiveSoftmax.apply(logits.float(), policy_logits, noise, pad, float(tau),
-                                          bool(select_grad))
+                                          bool(select_grad), _check_cap(straight_through_cap))
 
 
 def sample_selection(policy_logits: Tensor, tau: float, mode: str, training: bool) -> Tensor:
@@ -264,6 +279,7 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
         q_noise: float = 0.0,
         qn_block_size: int = 8,
         policy_dim: Optional[int] = None,
+        straight_through_cap: float = STRAIGHT_THROUGH_EXP_CAP,
     ):
         super().__init__(
             embed_dim,
@@ -282,6 +298,7 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
             raise ValueError(f"--ssan-policy-dim must be a positive multiple of the {num_heads} "
                              f"attention heads (0: the embed dim), got {policy_dim}")
         self.tau = float(tau)
+        self.straight_through_cap = _check_cap(straight_through_cap)
         self.selection = selection
         self.policy_dim = policy_dim
         self.policy_head_dim = policy_dim // num_heads
@@ -353,10 +370,12 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
                 logits = logits + attn_mask
             if self.selection == "hard" and self.training:
                 probs_float, select = sampled_selective_softmax(
-                    logits, policy_logits, self.tau, key_padding_mask, select_grad=self.rate_gradient)
+                    logits, policy_logits, self.tau, key_padding_mask, select_grad=self.rate_gradient,
+                    straight_through_cap=self.straight_through_cap)
             else:
                 select = sample_selection(policy_logits, self.tau, self.selection, self.training)
-                probs_float = selective_softmax(logits, select, key_padding_mask)
+                probs_float = selective_softmax(logits, select, key_padding_mask,
+                                                self.straight_through_cap)
             del logits  # attention-sized: free it before the statistics
             probs = self.dropout_module(probs_float.type_as(v))
             out = torch.matmul(probs, v)  # (B, h, T, d)

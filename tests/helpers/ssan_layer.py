@@ -9,6 +9,7 @@ from fairseq.models.transformer.transformer_config import EncDecBaseConfig
 
 from ssan_plugin.models.ssan_transformer import SSANTransformerModel
 from ssan_plugin.modules import AttentionVariantEncoderLayer
+from ssan_plugin.modules.selective_attention import STRAIGHT_THROUGH_EXP_CAP
 
 
 C, H, T, B = 32, 4, 7, 3
@@ -25,7 +26,8 @@ def config(dropout=0.0):
 def build_selective_attention(embed_dim, cfg, tau=0.5, selection="hard", policy_dim=0):
     """The SSAN model's own attention builder, with these options."""
     args = argparse.Namespace(ssan_tau=tau, ssan_selection=selection, ssan_scale_policy_logits=False,
-                              ssan_policy_dim=policy_dim)
+                              ssan_policy_dim=policy_dim,
+                              ssan_straight_through_cap=STRAIGHT_THROUGH_EXP_CAP)
     return SSANTransformerModel.build_variant_attention(args, embed_dim, cfg)
 
 

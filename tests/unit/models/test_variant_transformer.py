@@ -189,9 +189,11 @@ def test_options_are_declared_once():
     SSANTransformerModel.add_variant_args(parser)
     args = parser.parse_args([])
     assert vars(args) == {"ssan_layers": "all", "ssan_tau": 0.5, "ssan_selection": "hard",
-                          "ssan_policy_dim": 0, "ssan_scale_policy_logits": False}
+                          "ssan_policy_dim": 0, "ssan_scale_policy_logits": False,
+                          "ssan_straight_through_cap": 10.0}
     assert SSANOptions().ssan_tau == args.ssan_tau
     old = argparse.Namespace(arch="ssan_transformer")  # args of a checkpoint without the options
     from fairseq.models import ARCH_CONFIG_REGISTRY
     ARCH_CONFIG_REGISTRY["ssan_transformer"](old)
     assert (old.ssan_layers, old.ssan_tau, old.ssan_selection) == ("all", 0.5, "hard")
+    assert old.ssan_straight_through_cap == 10.0  # checkpoints from before the option

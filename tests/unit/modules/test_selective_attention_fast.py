@@ -9,7 +9,9 @@ import torch
 from helpers.ssan_layer import B, C, H, T, config, inputs, ssan_layer
 
 from ssan_plugin.modules.selection import no_selection_statistics
-from ssan_plugin.modules.selective_attention import sampled_selective_softmax, selective_softmax
+from ssan_plugin.modules.selective_attention import (
+    SelectiveMultiheadAttention, sampled_selective_softmax, selective_softmax,
+)
 
 
 def reference(logits, policy_logits, noise, pad, tau):
@@ -232,3 +234,60 @@ def test_entropy_sum_without_graph_equals_the_formula(monkeypatch, chunk):
     got = sa.entropy_sum_no_grad(logits, pair_w)
     assert got.dtype == torch.float32
     torch.testing.assert_close(got.double(), expected, rtol=1e-6, atol=1e-6)
+
+
+def capped_reference(logits, policy_logits, noise, pad, tau, cap):
+    """``reference`` with the straight-through cap: u = exp(min(E - m, cap)), m the detached
+    row maximum over the selected non-pad keys. With cap >= 0 the clamp never touches a selected
+    key, so the values are the plain formula's; only the gradient reaching a discarded key's A
+    changes."""
+    y = torch.sigmoid((policy_logits + noise) / tau)
+    select = (y > 0.5).to(y.dtype) - y.detach() + y
+    keep = (~pad).view(pad.size(0), 1, 1, -1)
+    chosen = (y > 0.5) & keep
+    m = logits.detach().masked_fill(~chosen, float("-inf")).amax(-1, keepdim=True)
+    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+    weights = select * torch.exp((logits - m).clamp(max=cap)) * keep.to(logits.dtype)
+    denom = weights.sum(-1, keepdim=True)
+    return weights / torch.where(denom > 0, denom, torch.ones_like(denom))
+
+
+@pytest.mark.parametrize("cap", [0.0, 1.5])
+@pytest.mark.parametrize("fused", [True, False])
+def test_straight_through_cap_bounds_only_the_discarded_keys_gradient(cap, fused):
+    """Logits spread wide (x 6), so that discarded keys exceed the selected maximum by more than
+    the cap: values equal the uncapped formula, the policy gradient equals the capped
+    reference's (and differs from the uncapped one), on the fused training Function and on
+    selective_softmax of the straight-through sample."""
+    logits, policy, noise, pad, upstream, _ = case(3)
+    logits = logits * 6
+    tau = 0.5
+    e1, p1 = logits.clone().requires_grad_(), policy.clone().requires_grad_()
+    if fused:
+        out, _ = sampled_selective_softmax(e1.float(), p1.float(), tau, pad, select_grad=False,
+                                           noise=noise.float(), straight_through_cap=cap)
+    else:
+        y = torch.sigmoid((p1.float() + noise.float()) / tau)
+        select = (y > 0.5).float() - y.detach() + y
+        out = selective_softmax(e1.float(), select, pad, straight_through_cap=cap)
+    (out.double() * upstream).sum().backward()
+
+    e2, p2 = logits.clone().requires_grad_(), policy.clone().requires_grad_()
+    ref = capped_reference(e2, p2, noise, pad, tau, cap)
+    (ref * upstream).sum().backward()
+    p3 = policy.clone().requires_grad_()
+    uncapped, _ = reference(logits, p3, noise, pad, tau)
+    (uncapped * upstream).sum().backward()
+
+    torch.testing.assert_close(out.double(), uncapped.detach(), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(e1.grad, e2.grad, rtol=1e-4, atol=1e-6)
+    nonempty = ((torch.sigmoid((policy + noise) / tau) > 0.5) & (~pad).view(3, 1, 1, -1)).any(
+        -1, keepdim=True)
+    torch.testing.assert_close(p1.grad * nonempty, p2.grad * nonempty, rtol=1e-4, atol=1e-6)
+    assert (p2.grad * nonempty).abs().max() < 0.5 * (p3.grad * nonempty).abs().max()
+
+
+@pytest.mark.parametrize("bad", [-1.0, float("inf"), float("nan")])
+def test_straight_through_cap_must_be_finite_and_not_negative(bad):
+    with pytest.raises(ValueError, match="--ssan-straight-through-cap must be finite and >= 0"):
+        SelectiveMultiheadAttention(8, 2, straight_through_cap=bad)

@@ -8,7 +8,7 @@ instance (as ``RightPadDataset`` pads the words) and L the longest word kept. A 
 a padding word.
 """
 
-from typing import List, Sequence
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -31,23 +31,23 @@ class WordCharactersDataset(BaseWrapperDataset):
         self.eos, self.pad, self.max_chars, self.split = eos, pad, max_chars, split
 
     def __getitem__(self, index) -> torch.Tensor:
-        """(words, characters) long tensor of instance ``index``."""
-        flat = self.dataset[index].long()
-        ends = flat.eq(self.eos).nonzero(as_tuple=True)[0].tolist()
-        if len(ends) != self.word_sizes[index] or (ends and ends[-1] != len(flat) - 1):
+        """(words, characters) long tensor of instance ``index`` (numpy inside: an item is
+        small, and this runs once per instance per epoch in the training loop)."""
+        flat = self.dataset[index].numpy().astype(np.int64)
+        is_end = flat == self.eos
+        ends = np.flatnonzero(is_end)
+        if len(ends) != self.word_sizes[index] or (len(ends) and ends[-1] != len(flat) - 1):
             raise ValueError(f"SRL split {self.split!r}, instance {index}: {len(ends)} words in "
                              f"the characters, {self.word_sizes[index]} in the words dataset "
                              "(prepare the data again)")
-        words: List[torch.Tensor] = []
-        start = 0
-        for end in ends:
-            words.append(flat[start:min(end, start + self.max_chars)])
-            start = end + 1
-        width = max([len(w) for w in words] + [1])
-        out = flat.new_full((len(words), width), self.pad)
-        for i, word in enumerate(words):
-            out[i, :len(word)] = word
-        return out
+        word = np.cumsum(is_end) - is_end  # the word of every position, EOS included
+        starts = np.concatenate([[0], ends[:-1] + 1])
+        position = np.arange(len(flat)) - starts[word]
+        keep = ~is_end & (position < self.max_chars)
+        lengths = np.minimum(ends - starts, self.max_chars)
+        out = np.full((len(ends), max(int(lengths.max(initial=0)), 1)), self.pad, dtype=np.int64)
+        out[word[keep], position[keep]] = flat[keep]
+        return torch.from_numpy(out)
 
     def collater(self, samples: Sequence[torch.Tensor]) -> torch.Tensor:
         """Right-pad (words, characters) matrices to (B, T, L)."""

@@ -3,7 +3,7 @@
 
     .venv/bin/python examples/srl/run_srl.py [--out runs/srl] [--config small] \
         [--flags "--srl-predicate-distance 10"] [--encoders san,ssan] [--seeds 1,2,3] \
-        [--updates 4000] [--validate-interval 500] [--dry-run]
+        [--updates 4000] [--validate-interval 500] [--average-last N] [--dry-run]
 
 Data: ../shared/data/srl/ewt/{train,dev}.gold_conll, prepared once into OUT/data by
 scripts/prepare_srl.py. EWT has no test split here: validation on dev chooses
@@ -11,7 +11,9 @@ scripts/prepare_srl.py. EWT has no test split here: validation on dev chooses
 so the numbers are optimistic for every system alike. Each run: ``srl_tagger_small`` with
 ``--srl-encoder ENC`` and the ``--flags`` of the configuration, ``--max-update --updates``,
 validation (dev F1, the learning curve) and a checkpoint every ``--validate-interval`` updates;
-then scripts/evaluate_srl.py decodes dev with the best checkpoint.
+then scripts/evaluate_srl.py decodes dev with the best checkpoint, or with ``--average-last N``
+with the average of the last N interval checkpoints (scripts/average_checkpoints.py; the best
+one is scored as well, ``dev_best`` in result.json).
 
 Archive (``--archive``, default examples/srl/experiments, committed; built on
 ssan_plugin.run_archive, so a fresh clone skips archived runs and a killed run resumes):
@@ -64,20 +66,38 @@ def srl_run(config: str, flags, encoder: str, seed: int, args, data: Path) -> Ru
                 *TRAINING, "--srl-encoder", encoder, *flags, "--seed", seed,
                 "--max-update", args.updates, "--save-dir", save, "--no-epoch-checkpoints",
                 "--validate-interval-updates", args.validate_interval,
-                "--save-interval-updates", args.validate_interval, "--keep-interval-updates", 1,
+                "--save-interval-updates", args.validate_interval,
+                "--keep-interval-updates", max(1, args.average_last),
                 "--log-format", "json", "--log-interval", 100, "--num-workers", 0]
 
+    def score(save, checkpoint, props, report):
+        return [PY, "scripts/evaluate_srl.py", "--data", data, "--checkpoint", checkpoint,
+                "--subset", "valid", "--gold-props", save / "dev.gold.props", "--pred-props",
+                props, "--json", report, "--cpu"]
+
     def evaluate(save):
-        return [[PY, "scripts/evaluate_srl.py", "--data", data, "--checkpoint",
-                 save / "checkpoint_best.pt", "--subset", "valid", "--gold-props",
-                 save / "dev.gold.props", "--pred-props", save / "dev.pred.props.gz",
-                 "--json", save / "dev.json", "--cpu"]]
+        if not args.average_last:
+            return [score(save, save / "checkpoint_best.pt", save / "dev.pred.props.gz",
+                          save / "dev.json")]
+        # the reported checkpoint is the average of the last N interval checkpoints; the
+        # best-on-dev one is scored as well, for the comparison (result "dev_best")
+        average = save / f"checkpoint_avg{args.average_last}.pt"
+        return [[PY, "scripts/average_checkpoints.py", "--last", args.average_last, save,
+                 "--kind", "update", "--output", average],
+                score(save, average, save / "dev.pred.props.gz", save / "dev.json"),
+                score(save, save / "checkpoint_best.pt", save / "dev.best.props",
+                      save / "dev.best.json")]
 
     def result(save):
         scores = json.loads((save / "dev.json").read_text())
-        return {"config": config, "flags": list(map(str, flags)), "encoder": encoder,
-                "seed": seed, "updates": args.updates, "dev": scores["overall"],
-                "propositions": scores.get("propositions")}
+        out = {"config": config, "flags": list(map(str, flags)), "encoder": encoder,
+               "seed": seed, "updates": args.updates, "dev": scores["overall"],
+               "propositions": scores.get("propositions"), "checkpoint": "best"}
+        if args.average_last:
+            out["checkpoint"] = (f"average of the last {args.average_last} checkpoints, "
+                                 f"every {args.validate_interval} updates")
+            out["dev_best"] = json.loads((save / "dev.best.json").read_text())["overall"]
+        return out
 
     return Run(name=name, train=train, evaluate=evaluate, result=result,
                keep=("dev.pred.props.gz",))
@@ -214,6 +234,10 @@ def main(argv=None):
     ap.add_argument("--seeds", default="1,2,3")
     ap.add_argument("--updates", type=int, default=4000)
     ap.add_argument("--validate-interval", type=int, default=500)
+    ap.add_argument("--average-last", type=int, default=0, metavar="N",
+                    help="report the average of the last N interval checkpoints (kept while "
+                         "training; scripts/average_checkpoints.py) instead of the best one; "
+                         "the best is scored too (result.json dev_best). 0: the best only")
     ap.add_argument("--threads", type=int, default=2, help="OMP_NUM_THREADS of each training")
     ap.add_argument("--dry-run", action="store_true")
     args = ap.parse_args(argv)
@@ -224,6 +248,11 @@ def main(argv=None):
         ap.error(f"unknown encoder(s) {', '.join(sorted(unknown))}")
     if not args.config.replace("-", "").replace(".", "").isalnum():
         ap.error(f"--config {args.config!r}: letters, digits, '-' and '.' only (a run-name prefix)")
+    if args.average_last < 0:
+        ap.error(f"--average-last must be >= 0, got {args.average_last}")
+    if args.average_last * args.validate_interval > args.updates:
+        ap.error(f"--average-last {args.average_last} checkpoints every "
+                 f"{args.validate_interval} updates need more than --updates {args.updates}")
     seeds = [int(s) for s in args.seeds.split(",")]
     flags = shlex.split(args.flags)
     out, archive = args.out, args.archive

@@ -1,6 +1,7 @@
 """Average the parameters of several fairseq checkpoints (as fairseq's scripts/average_checkpoints.py,
 which fairseq-fixed does not ship), loading every file through the plugin's ``torch.load``
-allow-list (``weights_only=True``; never unsafe unpickling).
+allow-list (``weights_only=True``; never unsafe unpickling). Any task's checkpoints (translation,
+srl, sentence_pair), as long as they hold the same parameters.
 
 Floating-point tensors are averaged in float64 and stored in their own dtype; integer tensors
 must be equal in every input (they are counters, not weights) and are copied. All inputs must
@@ -62,7 +63,7 @@ def average_states(paths: Sequence) -> dict:
         raise PipelineError(f"the same checkpoint is given twice: {[str(p) for p in paths]}")
     sums, reference, keys, state = {}, {}, None, None
     for path in paths:
-        state = load_checkpoint_state(path)
+        state = load_checkpoint_state(path, expect_task=None)  # any task's checkpoints
         model = state.get("model")
         if not isinstance(model, dict) or not model:
             raise PipelineError(f"{path} is not a fairseq checkpoint (no model parameters)")

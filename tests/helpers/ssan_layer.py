@@ -23,11 +23,12 @@ def config(dropout=0.0):
     return cfg
 
 
-def build_selective_attention(embed_dim, cfg, tau=0.5, selection="hard", policy_dim=0):
+def build_selective_attention(embed_dim, cfg, tau=0.5, selection="hard", policy_dim=0,
+                              straight_through_cap=STRAIGHT_THROUGH_EXP_CAP):
     """The SSAN model's own attention builder, with these options."""
     args = argparse.Namespace(ssan_tau=tau, ssan_selection=selection, ssan_scale_policy_logits=False,
                               ssan_policy_dim=policy_dim,
-                              ssan_straight_through_cap=STRAIGHT_THROUGH_EXP_CAP)
+                              ssan_straight_through_cap=straight_through_cap)
     return SSANTransformerModel.build_variant_attention(args, embed_dim, cfg)
 
 

@@ -6,7 +6,8 @@ selection records."""
 
 import pytest
 import torch
-from helpers.ssan_layer import B, C, H, T, config, inputs, ssan_layer
+from helpers.ssan_layer import (B, C, H, T, build_selective_attention, config, inputs,
+                                ssan_layer)
 
 from ssan_plugin.modules.selection import no_selection_statistics
 from ssan_plugin.modules.selective_attention import (
@@ -291,3 +292,23 @@ def test_straight_through_cap_bounds_only_the_discarded_keys_gradient(cap, fused
 def test_straight_through_cap_must_be_finite_and_not_negative(bad):
     with pytest.raises(ValueError, match="--ssan-straight-through-cap must be finite and >= 0"):
         SelectiveMultiheadAttention(8, 2, straight_through_cap=bad)
+
+
+def test_the_model_option_reaches_the_attention_gradient():
+    """--ssan-straight-through-cap through the SSAN model's attention builder: same weights and
+    noise, cap 0 against the default 10 in training. The outputs are equal (the cap never
+    touches a value) and the policy projection's gradients differ (it reached the Function)."""
+    x, pad = inputs(0)
+    x = x * 4  # logits spread wide: some discarded keys exceed the selected maximum
+    grads, outs = [], []
+    for cap in (0.0, 10.0):
+        torch.manual_seed(0)
+        attn = build_selective_attention(C, config(), straight_through_cap=cap).train()
+        assert attn.straight_through_cap == cap
+        torch.manual_seed(1)  # the same logistic noise for both
+        out, _ = attn(x, x, x, key_padding_mask=pad, need_weights=False)
+        (out * torch.linspace(-1, 1, out.numel()).view_as(out)).sum().backward()
+        outs.append(out.detach())
+        grads.append(attn.policy_proj.weight.grad.clone())
+    torch.testing.assert_close(outs[0], outs[1])
+    assert not torch.allclose(grads[0], grads[1])

@@ -142,10 +142,11 @@ def no_selection_statistics(module):
 
 
 def logistic_noise_like(x: Tensor) -> Tensor:
-    """G' - G'' for two iid Gumbel(0, 1) draws, i.e. Logistic(0, 1) noise logit(U), float32."""
-    tiny = torch.finfo(torch.float32).tiny
-    u = torch.rand(x.shape, dtype=torch.float32, device=x.device).clamp_(tiny, 1.0 - 1e-7)
-    return u.logit_()
+    """G' - G'' for two iid Gumbel(0, 1) draws, i.e. Logistic(0, 1) noise logit(U), float32.
+    U is uniform on [0, 1), clamped below at the smallest normal float (logit's ``eps``, one
+    pass with the logit) so that U = 0 gives a finite -87.3 instead of -inf."""
+    u = torch.empty(x.shape, dtype=torch.float32, device=x.device).uniform_()
+    return u.logit_(eps=torch.finfo(torch.float32).tiny)
 
 
 def binary_entropy_from_logits(logits: Tensor) -> Tensor:

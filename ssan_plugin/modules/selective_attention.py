@@ -43,7 +43,7 @@ def _check_cap(cap: float) -> float:
 def _row_max(logits: Tensor, chosen: Tensor) -> Tensor:
     """(B, h, T, 1): the row maximum of ``logits`` over the ``chosen`` keys; for a row with none
     chosen, over all finite keys (0 if none is finite)."""
-    row_max = logits.masked_fill(~chosen, float("-inf")).amax(-1, keepdim=True)
+    row_max = torch.where(chosen, logits, float("-inf")).amax(-1, keepdim=True)
     empty = row_max == float("-inf")
     if bool(empty.any()):
         finite = logits.masked_fill(~torch.isfinite(logits), float("-inf"))
@@ -159,14 +159,14 @@ class _SampledSelectiveSoftmax(torch.autograd.Function):
         if pad is not None:
             unnorm.masked_fill_(pad, 0.0)
         slope = z.div_(tau).sigmoid_()
-        slope.addcmul_(slope, slope, value=-1.0).div_(tau)  # s - s^2 = s (1 - s), over tau
-        kept_slope = slope.clone() if select_grad else None
-        weight = slope.mul_(unnorm)  # u * slope
+        slope.addcmul_(slope, slope, value=-1.0)  # s (1 - s); the 1 / tau joins the row scale
+        kept_slope = slope.div(tau) if select_grad else None
+        weight = slope.mul_(unnorm)  # u s (1 - s)
         out = unnorm.masked_fill_(~chosen, 0.0)  # A u
         denom = out.sum(-1, keepdim=True)
         denom.masked_fill_(denom == 0, 1.0)
         out.div_(denom)
-        weight.div_(denom)
+        weight.div_(denom.mul(tau))  # u / Z s (1 - s) / tau
         if select_grad:
             select = chosen.to(logits.dtype)
             ctx.save_for_backward(out, weight, kept_slope)
@@ -238,17 +238,21 @@ ENTROPY_CHUNK_ELEMENTS = 1 << 22
 @torch.no_grad()
 def entropy_sum_no_grad(policy_logits: Tensor, pair_w: Tensor) -> Tensor:
     """sum of H(sigmoid(E_p)) * pair_w, no graph: (B, h, T, S) logits, (B, 1, T, S) weights.
-    H(sigmoid(x)) is the logistic loss of x against its own probability, so torch's fused
-    ``binary_cross_entropy_with_logits`` computes the weighted sum in one pass (after the
-    sigmoid); chunks of sentences keep the temporaries small at any length."""
-    bsz = policy_logits.size(0)
+    H is even in x, and with a = |x|, H = softplus(-a) + a sigmoid(-a): two positive terms, so
+    no cancellation where the policy is sure (softplus(x) - x sigmoid(x) loses about half of
+    float32's digits there), in five elementwise passes; the weighted sum is one batched product over heads (no
+    product tensor). Chunks of sentences keep the temporaries small at any length."""
+    bsz, heads, tgt_len, src_len = policy_logits.shape
     per_sentence = max(1, policy_logits[:1].numel())
     step = max(1, ENTROPY_CHUNK_ELEMENTS // per_sentence)
     total = policy_logits.new_zeros((), dtype=torch.float32)
     for b in range(0, bsz, step):
         x = policy_logits[b:b + step].float()
-        total += F.binary_cross_entropy_with_logits(
-            x, torch.sigmoid(x), weight=pair_w[b:b + step].expand_as(x), reduction="sum")
+        a = x.abs()
+        minus_a = a.neg()
+        entropy = F.softplus(minus_a).addcmul_(a, minus_a.sigmoid_())  # (b, h, T, S)
+        weight = pair_w[b:b + step].to(entropy.dtype).reshape(-1, tgt_len * src_len, 1)
+        total += torch.bmm(entropy.reshape(-1, heads, tgt_len * src_len), weight).sum()
     return total
 
 
@@ -372,6 +376,11 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
                 probs_float, select = sampled_selective_softmax(
                     logits, policy_logits, self.tau, key_padding_mask, select_grad=self.rate_gradient,
                     straight_through_cap=self.straight_through_cap)
+                if select.dtype == torch.bool and self.wants_statistics():
+                    # no gradient wanted and pads already out of the sample: count it as is
+                    # (a float sample is weighted by the key mask in _statistics, so that pad
+                    # keys get no gradient)
+                    row_count = select.sum(-1, dtype=torch.float32)
             else:
                 select = sample_selection(policy_logits, self.tau, self.selection, self.training)
                 probs_float = selective_softmax(logits, select, key_padding_mask,

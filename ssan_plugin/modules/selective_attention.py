@@ -240,8 +240,9 @@ def entropy_sum_no_grad(policy_logits: Tensor, pair_w: Tensor) -> Tensor:
     """sum of H(sigmoid(E_p)) * pair_w, no graph: (B, h, T, S) logits, (B, 1, T, S) weights.
     H is even in x, and with a = |x|, H = softplus(-a) + a sigmoid(-a): two positive terms, so
     no cancellation where the policy is sure (softplus(x) - x sigmoid(x) loses about half of
-    float32's digits there), in five elementwise passes; the weighted sum is one batched product over heads (no
-    product tensor). Chunks of sentences keep the temporaries small at any length."""
+    float32's digits there), in five elementwise passes; the weighted sum is one batched
+    product over heads (no product tensor). Chunks of sentences keep the temporaries small at
+    any length."""
     bsz, heads, tgt_len, src_len = policy_logits.shape
     per_sentence = max(1, policy_logits[:1].numel())
     step = max(1, ENTROPY_CHUNK_ELEMENTS // per_sentence)

@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 import torch.utils._pytree as pytree
 from torch import Tensor
+from torch.autograd.function import once_differentiable
 
 
 @dataclass
@@ -149,9 +150,39 @@ def logistic_noise_like(x: Tensor) -> Tensor:
     return u.logit_(eps=torch.finfo(torch.float32).tiny)
 
 
+def binary_entropy_value(x: Tensor) -> Tensor:
+    """H(sigmoid(x)) without a graph, same shape and dtype as ``x``, in five elementwise passes.
+
+    H is even in x; with a = |x|, H = softplus(-a) + a sigmoid(-a), a sum of two positive terms.
+    The textbook softplus(x) - x sigmoid(x) subtracts nearly equal numbers where the policy is
+    sure (|x| >> 1) and loses about half of float32's digits there (docs/design.md 1.4)."""
+    a = x.abs()
+    minus_a = a.neg()
+    return F.softplus(minus_a).addcmul_(a, minus_a.sigmoid_())
+
+
+class _BinaryEntropy(torch.autograd.Function):
+    """H(sigmoid(x)) with dH/dx = -x sigmoid(x) sigmoid(-x), the product taken as t (1 - t),
+    t = sigmoid(-|x|) (1 - sigmoid(|x|) would be 0 in float32 from |x| = 17 on); saves ``x``
+    alone (autograd's chain of the textbook form keeps x and sigmoid(x))."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor):
+        ctx.save_for_backward(x)
+        return binary_entropy_value(x)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad: Tensor):
+        (x,) = ctx.saved_tensors
+        t = x.abs().neg_().sigmoid_()
+        return t.addcmul_(t, t, value=-1.0).mul_(x).mul_(grad).neg_()  # -x t (1 - t) g
+
+
 def binary_entropy_from_logits(logits: Tensor) -> Tensor:
-    """H(sigmoid(x)) = p softplus(-x) + (1 - p) softplus(x) = softplus(x) - x sigmoid(x)."""
-    return F.softplus(logits) - logits * torch.sigmoid(logits)
+    """H(sigmoid(x)) = -p log p - (1 - p) log(1 - p), p = sigmoid(x), elementwise, in nats;
+    accurate to float32's precision at any |x| (see binary_entropy_value), differentiable."""
+    return _BinaryEntropy.apply(logits)
 
 
 class _StraightThrough(torch.autograd.Function):

@@ -20,6 +20,7 @@ from .selection import (
     SelectionReporter,
     SelectionStats,
     binary_entropy_from_logits,
+    binary_entropy_value,
     gumbel_sigmoid_straight_through,
     logistic_noise_like,
 )
@@ -238,20 +239,15 @@ ENTROPY_CHUNK_ELEMENTS = 1 << 22
 @torch.no_grad()
 def entropy_sum_no_grad(policy_logits: Tensor, pair_w: Tensor) -> Tensor:
     """sum of H(sigmoid(E_p)) * pair_w, no graph: (B, h, T, S) logits, (B, 1, T, S) weights.
-    H is even in x, and with a = |x|, H = softplus(-a) + a sigmoid(-a): two positive terms, so
-    no cancellation where the policy is sure (softplus(x) - x sigmoid(x) loses about half of
-    float32's digits there), in five elementwise passes; the weighted sum is one batched
-    product over heads (no product tensor). Chunks of sentences keep the temporaries small at
+    H in its accurate form (binary_entropy_value); the weighted sum is one batched product
+    over heads (no product tensor). Chunks of sentences keep the temporaries small at
     any length."""
     bsz, heads, tgt_len, src_len = policy_logits.shape
     per_sentence = max(1, policy_logits[:1].numel())
     step = max(1, ENTROPY_CHUNK_ELEMENTS // per_sentence)
     total = policy_logits.new_zeros((), dtype=torch.float32)
     for b in range(0, bsz, step):
-        x = policy_logits[b:b + step].float()
-        a = x.abs()
-        minus_a = a.neg()
-        entropy = F.softplus(minus_a).addcmul_(a, minus_a.sigmoid_())  # (b, h, T, S)
+        entropy = binary_entropy_value(policy_logits[b:b + step].float())  # (b, h, T, S)
         weight = pair_w[b:b + step].to(entropy.dtype).reshape(-1, tgt_len * src_len, 1)
         total += torch.bmm(entropy.reshape(-1, heads, tgt_len * src_len), weight).sum()
     return total

@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """Efficiency study (Bi-BloSAN paper, Fig. 6): time and peak memory of ONE encoder layer.
 
-For each sequence length T and each layer kind -- fairseq's self-attention (san), SSAN (ssan),
-DiSAN naive (disan_naive), DiSAN memory-efficient (disan_blocked), Bi-BloSAN (biblosan), ReSA
+For each sequence length T and each layer kind -- fairseq's self-attention (san), SSAN (ssan;
+ssan_native with ``--ssan-kernel native``), DiSAN naive (disan_naive), DiSAN memory-efficient (disan_blocked), Bi-BloSAN (biblosan), ReSA
 (resa) -- one training-mode forward + backward of a full encoder layer (sublayer, residual,
 layer norm, FFN of 4 x width) on a random B x T x width input without pads.
 
@@ -31,7 +31,7 @@ from pathlib import Path
 
 from ssan_plugin.cli import ArgumentParser, positive_float, positive_int
 
-KINDS = ["san", "ssan", "disan_naive", "disan_blocked", "biblosan", "resa"]
+KINDS = ["san", "ssan", "ssan_native", "disan_naive", "disan_blocked", "biblosan", "resa"]
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -49,6 +49,7 @@ def build_layer(kind: str, width: int, heads: int):
     cfg.encoder.embed_dim, cfg.encoder.ffn_embed_dim, cfg.encoder.attention_heads = width, 4 * width, heads
     builders = {
         "ssan": lambda d, c: SelectiveMultiheadAttention(d, heads),
+        "ssan_native": lambda d, c: SelectiveMultiheadAttention(d, heads, kernel="native"),
         "disan_naive": lambda d, c: DiSANAttention(d, implementation="naive"),
         "disan_blocked": lambda d, c: DiSANAttention(d, implementation="blocked"),
         "biblosan": lambda d, c: BiBloSANAttention(d),
@@ -57,7 +58,7 @@ def build_layer(kind: str, width: int, heads: int):
     if kind == "san":
         return TransformerEncoderLayerBase(cfg)
     layer = AttentionVariantEncoderLayer(cfg, builders[kind])
-    if kind == "ssan":  # as the selective criterion trains it without regularisers (the recipes)
+    if kind.startswith("ssan"):  # as the selective criterion trains it without regularisers (the recipes)
         layer.self_attn.rate_gradient = layer.self_attn.entropy_gradient = False
     return layer
 

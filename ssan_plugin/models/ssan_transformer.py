@@ -12,7 +12,7 @@ from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.models import register_model
 
 from ..modules import SelectiveMultiheadAttention
-from ..modules.selective_attention import STRAIGHT_THROUGH_EXP_CAP
+from ..modules.selective_attention import KERNELS, STRAIGHT_THROUGH_EXP_CAP
 from .architectures import FAIRSEQ_SHAPES, LARGE_SHAPES
 from .variant_transformer import VariantTransformerModel, register_variant_architectures
 
@@ -42,6 +42,13 @@ class SSANOptions(FairseqDataclass):
                           "(0: as if the key were at the maximum). Values never depend on it "
                           "(docs/design.md, section 1.4)"},
     )
+    ssan_kernel: ChoiceEnum(KERNELS) = field(
+        default="torch",
+        metadata={"help": "training attention: torch (autograd Function of torch operations, "
+                          "runs everywhere) or native (a fused C kernel compiled on first use "
+                          "for this CPU; needs a C compiler; same values and gradients, its own "
+                          "noise draws). docs/design.md, section 1.4"},
+    )
     ssan_scale_policy_logits: bool = field(
         default=False,
         metadata={"help": "divide the policy logits Q_p K_p^T by sqrt(head dim) (the "
@@ -67,6 +74,7 @@ class SSANTransformerModel(VariantTransformerModel):
             scale_policy_logits=args.ssan_scale_policy_logits,
             policy_dim=args.ssan_policy_dim,
             straight_through_cap=args.ssan_straight_through_cap,
+            kernel=args.ssan_kernel,
             q_noise=cfg.quant_noise.pq,
             qn_block_size=cfg.quant_noise.pq_block_size,
         )

@@ -33,6 +33,10 @@ logger = logging.getLogger(__name__)
 # --ssan-straight-through-cap). Values never depend on it.
 STRAIGHT_THROUGH_EXP_CAP = 10.0
 
+#: implementations of the training attention (sampled_selective_softmax): torch operations in an
+#: autograd Function, or the fused C kernel of native.py
+KERNELS = ("torch", "native")
+
 
 def _check_cap(cap: float) -> float:
     if not 0 <= cap < math.inf:
@@ -198,7 +202,8 @@ class _SampledSelectiveSoftmax(torch.autograd.Function):
 def sampled_selective_softmax(logits: Tensor, policy_logits: Tensor, tau: float,
                               key_padding_mask: Optional[Tensor] = None, select_grad: bool = True,
                               noise: Optional[Tensor] = None,
-                              straight_through_cap: float = STRAIGHT_THROUGH_EXP_CAP):
+                              straight_through_cap: float = STRAIGHT_THROUGH_EXP_CAP,
+                              kernel: str = "torch", row_entropy: bool = False):
     """Training, hard selection: (ATT, A) with A the straight-through Gumbel-sigmoid sample of
     the policy logits and ATT = selective_softmax(logits, A), both float32 (B, h, T, S); the
     same values and gradients as ``selective_softmax(logits, sample_selection(...))`` with the
@@ -206,15 +211,30 @@ def sampled_selective_softmax(logits: Tensor, policy_logits: Tensor, tau: float,
 
     ``select_grad``: whether A carries the straight-through gradient (the selection
     regulariser needs it); ``noise``: logistic noise to use (tests), drawn when None;
-    ``straight_through_cap``: as in ``selective_softmax``.
+    ``straight_through_cap``: as in ``selective_softmax``; ``kernel``: one of KERNELS (the
+    native kernel draws its own noise, same distribution, other draws).
+    ``row_entropy``: also return, third, each row's policy entropy summed over non-pad keys,
+    (B, h, T) float32 without gradient, where the kernel computes it on the way (native), else
+    None.
     """
+    if kernel == "native":
+        from .native import NativeSampledSelectiveSoftmax
+
+        out, select, entropy = NativeSampledSelectiveSoftmax.apply(
+            logits.float(), policy_logits.float(), noise, key_padding_mask, float(tau),
+            bool(select_grad), _check_cap(straight_through_cap), bool(row_entropy))
+        return (out, select, entropy) if row_entropy else (out, select)
+    if kernel != "torch":
+        raise ValueError(f"--ssan-kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
     pad = None
     if key_padding_mask is not None:
         pad = key_padding_mask.view(key_padding_mask.size(0), 1, 1, -1).to(torch.bool)
     policy_logits = policy_logits.float()
     noise = logistic_noise_like(policy_logits) if noise is None else noise.float().clone()
-    return _SampledSelectiveSoftmax.apply(logits.float(), policy_logits, noise, pad, float(tau),
-                                          bool(select_grad), _check_cap(straight_through_cap))
+    out, select = _SampledSelectiveSoftmax.apply(logits.float(), policy_logits, noise, pad,
+                                                 float(tau), bool(select_grad),
+                                                 _check_cap(straight_through_cap))
+    return (out, select, None) if row_entropy else (out, select)
 
 
 def sample_selection(policy_logits: Tensor, tau: float, mode: str, training: bool) -> Tensor:
@@ -232,8 +252,9 @@ def sample_selection(policy_logits: Tensor, tau: float, mode: str, training: boo
     return gumbel_sigmoid_straight_through(policy_logits, tau)
 
 
-#: elements of (B, h, T, S) per chunk of sentences in entropy_sum_no_grad (16 MB of float32)
-ENTROPY_CHUNK_ELEMENTS = 1 << 22
+#: elements of (B, h, T, S) per chunk of sentences in entropy_sum_no_grad (4 MB of float32; its
+#: three temporaries of a chunk add to the peak of a training step, which holds the forward)
+ENTROPY_CHUNK_ELEMENTS = 1 << 20
 
 
 @torch.no_grad()
@@ -281,6 +302,7 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
         qn_block_size: int = 8,
         policy_dim: Optional[int] = None,
         straight_through_cap: float = STRAIGHT_THROUGH_EXP_CAP,
+        kernel: str = "torch",
     ):
         super().__init__(
             embed_dim,
@@ -298,6 +320,10 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
         if policy_dim < 0 or policy_dim % num_heads:
             raise ValueError(f"--ssan-policy-dim must be a positive multiple of the {num_heads} "
                              f"attention heads (0: the embed dim), got {policy_dim}")
+        if kernel not in KERNELS:
+            raise ValueError(f"--ssan-kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
+        self.kernel = kernel  # the native one is built at its first training forward (decoding
+        # and the hub never need it, so a model trained with it loads where no compiler is)
         self.tau = float(tau)
         self.straight_through_cap = _check_cap(straight_through_cap)
         self.selection = selection
@@ -357,6 +383,7 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
         want_weights = need_weights or need_head_weights
         probs_float: Optional[Tensor] = None
         row_count: Optional[Tensor] = None
+        row_entropy: Optional[Tensor] = None
         if self.selection == "hard" and not self.training and not want_weights and attn_mask is None:
             # eval: A = 1[E_p > 0] is a boolean mask (pads folded in), applied in place
             drop = policy_logits <= 0
@@ -370,9 +397,14 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
             if attn_mask is not None:
                 logits = logits + attn_mask
             if self.selection == "hard" and self.training:
-                probs_float, select = sampled_selective_softmax(
+                # the native kernel sums the policy entropy on the way, when a record wants it
+                # without a gradient (torch's kernel returns None: _statistics makes its own pass)
+                want_entropy = self.wants_statistics() and not self.entropy_gradient
+                probs_float, select, *fused = sampled_selective_softmax(
                     logits, policy_logits, self.tau, key_padding_mask, select_grad=self.rate_gradient,
-                    straight_through_cap=self.straight_through_cap)
+                    straight_through_cap=self.straight_through_cap, kernel=self.kernel,
+                    row_entropy=want_entropy)
+                row_entropy = fused[0] if fused else None
                 if select.dtype == torch.bool and self.wants_statistics():
                     # no gradient wanted and pads already out of the sample: count it as is
                     # (a float sample is weighted by the key mask in _statistics, so that pad
@@ -389,7 +421,8 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
         out = self.out_proj(out)
 
         if self.wants_statistics():
-            self.report_selection(self._statistics(policy_logits, select, key_padding_mask, row_count))
+            self.report_selection(self._statistics(policy_logits, select, key_padding_mask, row_count,
+                                                   row_entropy))
 
         weights: Optional[Tensor] = None
         if want_weights:
@@ -419,12 +452,14 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
 
     def _statistics(
         self, policy_logits: Tensor, select: Optional[Tensor], key_padding_mask: Optional[Tensor],
-        row_count: Optional[Tensor] = None,
+        row_count: Optional[Tensor] = None, row_entropy: Optional[Tensor] = None,
     ) -> SelectionStats:
         """This forward's record over non-pad (query, key) pairs, all heads (see SelectionStats).
 
         ``row_count``: selected non-pad keys per query, (B, h, T), when the caller has it
         (eval); ``select`` may then be None (or the boolean selection, kept for analysis).
+        ``row_entropy``: each query's policy entropy summed over non-pad keys, (B, h, T), when
+        the native kernel computed it (used unless the entropy needs a gradient).
         A sentence made only of pads contributes nothing (its denominators are clamped).
         """
         bsz, h, tgt_len, src_len = policy_logits.shape
@@ -451,6 +486,8 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
         n_pairs = pair_w.sum() * h
         if torch.is_grad_enabled() and self.entropy_gradient:
             entropy_sum = (binary_entropy_from_logits(policy_logits) * pair_w).sum()
+        elif row_entropy is not None:  # summed over non-pad keys by the kernel
+            entropy_sum = (row_entropy * query_w).sum()
         else:
             entropy_sum = entropy_sum_no_grad(policy_logits, pair_w)
         with torch.no_grad():

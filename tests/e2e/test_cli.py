@@ -144,3 +144,26 @@ def test_bad_options_stop_before_training(tiny_bin, tmp_path, flags, message):
     assert message in proc.stderr
     assert not (save / "checkpoint_last.pt").exists()
     assert "train_inner" not in proc.stdout + proc.stderr
+
+
+def test_native_kernel_from_the_cli(tiny_bin, tmp_path, monkeypatch):
+    """--ssan-kernel native trains from fairseq-train and logs the selection; its checkpoint
+    decodes where no compiler is (only training uses the kernel); training where no compiler
+    is stops at the first update with the compiler named, and saves nothing."""
+    save = tmp_path / "native"
+    proc = run_cli("fairseq-train", tiny_bin, *TRAIN, *SSAN, "--ssan-kernel", "native",
+                   "--max-update", 6, "--save-dir", save)
+    log = proc.stdout + proc.stderr
+    assert (save / "checkpoint_last.pt").exists()
+    assert "sel_0" in log and re.search(r"ssan_kernel'?[:=] ?'native'", log)
+    monkeypatch.setenv("CC", "no-such-compiler-ssan")
+    out = run_cli("fairseq-generate", tiny_bin, "--user-dir", PLUGIN_DIR, "--cpu",
+                  "--path", save / "checkpoint_last.pt", "--gen-subset", "test", "--beam", 2,
+                  "--batch-size", 8, "--required-batch-size-multiple", 1).stdout
+    assert len(re.findall(r"^H-\d+\t", out, re.M)) == 37
+    never = tmp_path / "never"
+    proc = run_cli("fairseq-train", tiny_bin, *TRAIN, *SSAN, "--ssan-kernel", "native",
+                   "--max-update", 6, "--save-dir", never, check=False)
+    assert proc.returncode != 0
+    assert "no-such-compiler-ssan" in proc.stderr and "--ssan-kernel torch" in proc.stderr
+    assert not (never / "checkpoint_last.pt").exists()

@@ -24,16 +24,17 @@ def config(dropout=0.0):
 
 
 def build_selective_attention(embed_dim, cfg, tau=0.5, selection="hard", policy_dim=0,
-                              straight_through_cap=STRAIGHT_THROUGH_EXP_CAP):
+                              straight_through_cap=STRAIGHT_THROUGH_EXP_CAP, kernel="torch"):
     """The SSAN model's own attention builder, with these options."""
     args = argparse.Namespace(ssan_tau=tau, ssan_selection=selection, ssan_scale_policy_logits=False,
                               ssan_policy_dim=policy_dim,
-                              ssan_straight_through_cap=straight_through_cap)
+                              ssan_straight_through_cap=straight_through_cap, ssan_kernel=kernel)
     return SSANTransformerModel.build_variant_attention(args, embed_dim, cfg)
 
 
-def ssan_layer(cfg, tau=0.5, selection="hard", policy_dim=0):
-    build = lambda d, c: build_selective_attention(d, c, tau, selection, policy_dim)  # noqa: E731
+def ssan_layer(cfg, tau=0.5, selection="hard", policy_dim=0, kernel="torch"):
+    build = lambda d, c: build_selective_attention(  # noqa: E731
+        d, c, tau, selection, policy_dim, kernel=kernel)
     return AttentionVariantEncoderLayer(cfg, build)
 
 

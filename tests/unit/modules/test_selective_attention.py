@@ -29,9 +29,9 @@ def spy_statistics(attn):
     captured = {}
     original = attn._statistics
 
-    def spy(policy_logits, select, key_padding_mask, row_count=None):
+    def spy(policy_logits, select, *rest):
         captured.update(policy_logits=policy_logits, select=select)
-        return original(policy_logits, select, key_padding_mask, row_count)
+        return original(policy_logits, select, *rest)
 
     attn._statistics = spy
     return captured

@@ -1,0 +1,206 @@
+"""The native (C) kernel of SSAN's training attention, ``--ssan-kernel native``.
+
+One sweep over memory for what ``_SampledSelectiveSoftmax`` does in about fifteen passes: the
+logistic noise, the hard sample, the selective softmax, the straight-through weights and (for
+the statistics) each row's policy entropy in the forward; the centred gradients in the backward (``csrc/sampled_selective_softmax.c``; the maths
+are in docs/design.md 1.4). The source is compiled on first use by the C compiler (``$CC``,
+else ``cc``) for this machine's CPU (``-march=native``) into a cache directory
+(``$SSAN_PLUGIN_CACHE``, else ``~/.cache/ssan_plugin``), once per source, flags and CPU; the
+library is loaded with ctypes (no torch headers, a build of about a second). Rows are split
+between ``torch.get_num_threads()`` OpenMP threads of torch's own runtime: the library links
+``libgomp.so.1``, which the loader resolves to the copy torch has already loaded, so the kernel
+reuses torch's threads instead of competing with them for the cores.
+
+Noise: the logistic noise of element i of a call is a hash of (key, i), the key drawn from
+torch's default generator, so runs repeat under ``torch.manual_seed`` whatever the thread count.
+It is the same distribution as ``logistic_noise_like``'s but not the same draws.
+"""
+
+import ctypes
+import hashlib
+import logging
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+logger = logging.getLogger(__name__)
+
+SOURCE = Path(__file__).with_name("csrc") / "sampled_selective_softmax.c"
+CFLAGS = ["-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fno-trapping-math",
+          "-std=c11", "-Werror=implicit-function-declaration", "-shared", "-fPIC"]
+#: below this many elements a call runs in the calling thread alone
+PARALLEL_MIN_ELEMENTS = 1 << 15
+
+
+class NativeKernelUnavailable(RuntimeError):
+    """The C kernel could not be built or loaded (no compiler, or it failed)."""
+
+
+def _cpu_signature() -> str:
+    """What -march=native depends on: the CPU model and flags where Linux tells them."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return platform.processor() or platform.machine()
+    lines = [ln for ln in text.splitlines() if ln.startswith(("model name", "flags", "Features"))]
+    return "\n".join(sorted(set(lines)))
+
+
+def _cache_dir() -> Path:
+    return Path(os.environ.get("SSAN_PLUGIN_CACHE") or Path.home() / ".cache" / "ssan_plugin")
+
+
+def _compiler() -> str:
+    return os.environ.get("CC") or "cc"
+
+
+def library_path() -> Path:
+    """Where the library for this source, compiler, flags and CPU is (or will be) cached."""
+    digest = hashlib.sha256()
+    for part in (SOURCE.read_bytes(), _compiler().encode(), " ".join(CFLAGS).encode(),
+                 platform.machine().encode(), _cpu_signature().encode()):
+        digest.update(part)
+        digest.update(b"\0")
+    return _cache_dir() / f"sampled_selective_softmax-{digest.hexdigest()[:16]}.so"
+
+
+def build(path: Path) -> Path:
+    """Compile the source to ``path`` (atomically: concurrent ranks may build at once)."""
+    compiler = _compiler()
+    if shutil.which(compiler) is None:
+        raise NativeKernelUnavailable(
+            f"--ssan-kernel native needs a C compiler: {compiler!r} was not found (set CC, or "
+            f"use --ssan-kernel torch)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix=".so", dir=path.parent)
+    os.close(fd)
+    try:
+        done = subprocess.run([compiler, *CFLAGS, str(SOURCE), "-o", tmp, "-lm"],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise NativeKernelUnavailable(
+                f"building the native SSAN kernel failed ({compiler} exited with "
+                f"{done.returncode}):\n{done.stderr.strip()}\n(use --ssan-kernel torch)")
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    logger.info("built the native SSAN kernel: %s", path)
+    return path
+
+
+_i32, _i64, _f32, _u64, _ptr = (ctypes.c_int32, ctypes.c_int64, ctypes.c_float, ctypes.c_uint64,
+                                ctypes.c_void_p)
+
+
+@lru_cache(maxsize=None)
+def load() -> ctypes.CDLL:
+    """The compiled library (built on first use); raises NativeKernelUnavailable."""
+    path = library_path()
+    if not path.is_file():
+        build(path)
+    try:
+        lib = ctypes.CDLL(str(path))
+    except OSError as e:
+        raise NativeKernelUnavailable(f"cannot load the native SSAN kernel {path}: {e}") from e
+    lib.ssan_sampled_forward.restype = ctypes.c_int
+    lib.ssan_sampled_forward.argtypes = [_ptr, _ptr, _ptr, _ptr, _i64, _i64, _i64, _i32, _u64,
+                                         _f32, _f32, _ptr, _ptr, _ptr, _ptr, _ptr]
+    lib.ssan_sampled_backward.restype = None
+    lib.ssan_sampled_backward.argtypes = [_ptr, _ptr, _ptr, _ptr, _ptr, _i64, _i64, _i32, _ptr,
+                                          _ptr]
+    return lib
+
+
+def available() -> bool:
+    """Whether the native kernel builds and loads here."""
+    try:
+        load()
+    except NativeKernelUnavailable:
+        return False
+    return True
+
+
+def _threads_for(elements: int) -> int:
+    return 1 if elements < PARALLEL_MIN_ELEMENTS else max(1, torch.get_num_threads())
+
+
+def _ptr_of(t: Optional[Tensor]):
+    return None if t is None else t.data_ptr()
+
+
+class NativeSampledSelectiveSoftmax(torch.autograd.Function):
+    """``_SampledSelectiveSoftmax`` (selective_attention.py) through the C kernel: same
+    arguments, values, returned selection and gradients (float32 (B, h, T, S)); ``pad`` is the
+    (B, S) key padding mask or None; ``noise`` (tests) is used as given, else drawn in C.
+
+    A third output, without gradient: with ``want_entropy``, each row's policy entropy summed
+    over its non-pad keys, sum_j H(sigmoid(E_p)), (B, h, T) float32 (the statistics then need
+    no pass of their own over E_p); else an empty tensor."""
+
+    @staticmethod
+    def forward(ctx, logits: Tensor, policy_logits: Tensor, noise: Optional[Tensor],
+                pad: Optional[Tensor], tau: float, select_grad: bool, cap: float,
+                want_entropy: bool = False):
+        ctx.set_materialize_grads(False)
+        lib = load()
+        bsz, heads, tgt_len, src_len = logits.shape
+        if logits.dtype != torch.float32 or policy_logits.dtype != torch.float32:
+            raise TypeError("the native SSAN kernel takes float32 logits and policy logits")
+        if logits.device.type != "cpu":
+            raise ValueError("the native SSAN kernel runs on the CPU only (use --ssan-kernel torch)")
+        logits, policy_logits = logits.contiguous(), policy_logits.contiguous()
+        if noise is not None:
+            noise = noise.to(torch.float32).contiguous()
+        if pad is not None:
+            pad = pad.to(torch.bool).reshape(bsz, src_len).contiguous()
+        key = 0 if noise is not None else int(torch.randint(0, 2**62, ()).item())
+        out, weight = torch.empty_like(logits), torch.empty_like(logits)
+        chosen = torch.empty(logits.shape, dtype=torch.bool)
+        slope = torch.empty_like(logits) if select_grad else None
+        entropy = logits.new_empty((bsz, heads, tgt_len) if want_entropy else (0,))
+        rows = bsz * heads * tgt_len
+        failed = lib.ssan_sampled_forward(
+            logits.data_ptr(), policy_logits.data_ptr(), _ptr_of(noise), _ptr_of(pad),
+            heads * tgt_len, src_len, rows, _threads_for(rows * src_len), key, float(tau),
+            float(cap), out.data_ptr(), weight.data_ptr(), chosen.data_ptr(), _ptr_of(slope),
+            entropy.data_ptr() if want_entropy else None)
+        if failed:
+            raise MemoryError("the native SSAN kernel could not allocate its scratch rows")
+        if select_grad:
+            select = chosen.to(torch.float32)
+            ctx.save_for_backward(out, weight, slope)
+        else:
+            select = chosen
+            ctx.save_for_backward(out, weight)
+            ctx.mark_non_differentiable(select)
+        ctx.mark_non_differentiable(entropy)
+        return out, select, entropy
+
+    @staticmethod
+    def backward(ctx, grad_out: Optional[Tensor], grad_select: Optional[Tensor], _grad_entropy):
+        out, weight, *slope = ctx.saved_tensors
+        want_logits, want_policy = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+        use_select = grad_select is not None and bool(slope) and want_policy
+        if grad_out is None and not use_select:
+            return None, None, None, None, None, None, None, None
+        grad_logits = torch.empty_like(out) if want_logits and grad_out is not None else None
+        grad_policy = torch.empty_like(out) if want_policy else None
+        if grad_out is not None:
+            grad_out = grad_out.to(torch.float32).contiguous()
+        if use_select:
+            grad_select = grad_select.to(torch.float32).contiguous()
+        rows, src_len = out.numel() // out.size(-1), out.size(-1)
+        load().ssan_sampled_backward(
+            out.data_ptr(), weight.data_ptr(), _ptr_of(slope[0] if use_select else None),
+            _ptr_of(grad_out), _ptr_of(grad_select if use_select else None), src_len, rows,
+            _threads_for(rows * src_len), _ptr_of(grad_logits), _ptr_of(grad_policy))
+        return grad_logits, grad_policy, None, None, None, None, None, None

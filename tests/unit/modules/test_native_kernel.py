@@ -1,0 +1,181 @@
+"""The native kernel (ssan_plugin/modules/native.py, --ssan-kernel native) against the torch
+Function it replaces: the same values, selection and gradients with the same noise (pads, empty
+rows, -inf logits, the cap, odd row lengths); its own noise has the right distribution, repeats
+under torch.manual_seed whatever the thread count; the option reaches the layer; a missing
+compiler is a clear error."""
+
+import shutil
+
+import pytest
+import torch
+from helpers.ssan_layer import config, inputs, ssan_layer
+
+from ssan_plugin.modules import native
+from ssan_plugin.modules.selective_attention import _SampledSelectiveSoftmax, sampled_selective_softmax
+
+pytestmark = pytest.mark.skipif(shutil.which(native._compiler()) is None,
+                                reason="no C compiler (the native kernel is optional)")
+
+
+def case(seed, shape, n_pad=2):
+    g = torch.Generator().manual_seed(seed)
+    logits = torch.randn(shape, generator=g) * 3
+    policy = torch.randn(shape, generator=g) * 2
+    noise = torch.logit(torch.rand(shape, generator=g))
+    bsz, src = shape[0], shape[-1]
+    pad = torch.zeros(bsz, src, dtype=torch.bool)
+    if bsz > 1 and src > n_pad:
+        pad[1, -n_pad:] = True
+    policy[0, 0, 0] = -60.0  # an empty row
+    if src > 2:
+        logits[0, -1, 1, 1] = float("-inf")  # an attention-masked key
+        logits[0, -1, 2, 1:3] = 12.0  # big logits: the cap matters for the discarded one
+    return logits, policy, noise, pad, g
+
+
+def run(kernel_fn, logits, policy, noise, pad, tau, select_grad, cap, upstream, rate_w):
+    logits = logits.clone().requires_grad_()
+    policy = policy.clone().requires_grad_()
+    out, select = kernel_fn(logits, policy, noise, pad, tau, select_grad, cap)[:2]
+    loss = (out * upstream).sum()
+    if select_grad:
+        loss = loss + (select * rate_w).sum()
+    loss.backward()
+    return out.detach(), select.detach(), logits.grad, policy.grad
+
+
+def torch_kernel(logits, policy, noise, pad, tau, select_grad, cap):
+    pad4 = None if pad is None else pad.view(pad.size(0), 1, 1, -1)
+    return _SampledSelectiveSoftmax.apply(logits, policy, noise.clone(), pad4, tau, select_grad, cap)
+
+
+@pytest.mark.parametrize("shape", [(3, 2, 6, 6), (2, 4, 5, 31), (2, 2, 3, 67), (1, 1, 2, 1)])
+@pytest.mark.parametrize("select_grad", [True, False])
+@pytest.mark.parametrize("tau,cap", [(0.5, 10.0), (2.0, 0.0)])
+def test_native_equals_the_torch_function(shape, select_grad, tau, cap):
+    logits, policy, noise, pad, g = case(7, shape)
+    upstream, rate_w = torch.randn(shape, generator=g), torch.randn(shape, generator=g)
+    args = (logits, policy, noise, pad, tau, select_grad, cap, upstream, rate_w)
+    expected = run(torch_kernel, *args)
+    got = run(native.NativeSampledSelectiveSoftmax.apply, *args)
+    assert torch.equal(got[1], expected[1])  # the sample, exactly
+    assert got[1].dtype == (torch.float32 if select_grad else torch.bool)
+    for a, b in zip(got[:1] + got[2:], expected[:1] + expected[2:]):
+        torch.testing.assert_close(a, b, rtol=2e-5, atol=1e-6)
+    assert torch.isfinite(got[0]).all() and torch.isfinite(got[3]).all()
+    assert got[0][0, 0, 0].abs().sum() == 0  # the empty row is zero
+    if pad.any():
+        assert got[0][1][..., pad[1]].abs().sum() == 0  # pads get nothing
+
+
+def test_native_through_the_public_function_and_without_pads():
+    logits, policy, noise, _, g = case(3, (2, 2, 9, 9))
+    for pad in (None, torch.zeros(2, 9, dtype=torch.bool)):
+        a = sampled_selective_softmax(logits, policy, 0.5, pad, noise=noise, kernel="native")
+        b = sampled_selective_softmax(logits, policy, 0.5, pad, noise=noise, kernel="torch")
+        torch.testing.assert_close(a[0], b[0], rtol=2e-5, atol=1e-6)
+        assert torch.equal(a[1], b[1])
+
+
+def test_native_noise_has_the_logistic_distribution():
+    """Drawn in C: P(A = 1) = P(E_p + L > 0) = sigmoid(E_p) at several E_p, within 5 sigma."""
+    torch.manual_seed(0)
+    levels = torch.tensor([-4.0, -1.5, -0.3, 0.0, 0.7, 2.0, 5.0])
+    n = 60000
+    policy = levels.view(1, 1, 1, -1).expand(n // 60, 1, 60, -1).contiguous()
+    logits = torch.zeros_like(policy)
+    _, select, no_entropy = native.NativeSampledSelectiveSoftmax.apply(
+        logits, policy, None, None, 0.5, False, 10.0)
+    assert no_entropy.numel() == 0  # not asked for
+    freq = select.double().mean((0, 1, 2))
+    p = torch.sigmoid(levels.double())
+    sigma = (p * (1 - p) / select[..., 0].numel()).sqrt()
+    assert torch.all((freq - p).abs() < 5 * sigma + 1e-5), (freq, p)
+
+
+def test_native_noise_repeats_under_the_seed_whatever_the_threads(monkeypatch):
+    policy = torch.zeros(8, 4, 40, 40)
+    logits = torch.randn(8, 4, 40, 40)
+    draws = []
+    threads = torch.get_num_threads()
+    monkeypatch.setattr(native, "PARALLEL_MIN_ELEMENTS", 1)
+    try:
+        for n_threads, seed in ((1, 5), (2, 5), (2, 6)):
+            torch.set_num_threads(n_threads)
+            torch.manual_seed(seed)
+            draws.append(native.NativeSampledSelectiveSoftmax.apply(
+                logits, policy, None, None, 0.5, False, 10.0)[1])
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(draws[0], draws[1])
+    assert not torch.equal(draws[1], draws[2])
+    assert 0.45 < draws[2].float().mean() < 0.55
+
+
+def test_the_model_option_reaches_the_layer_and_trains():
+    torch.manual_seed(0)
+    layer = ssan_layer(config(), kernel="native").train()
+    assert layer.self_attn.kernel == "native"
+    x, pad = inputs(3)
+    x.requires_grad_()
+    out = layer(x, pad)[0]
+    out.square().sum().backward()
+    assert torch.isfinite(x.grad).all() and x.grad.abs().sum() > 0
+    assert layer.self_attn.policy_proj.weight.grad.abs().sum() > 0
+
+
+def test_a_missing_compiler_is_a_clear_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("CC", "no-such-compiler-ssan")
+    with pytest.raises(native.NativeKernelUnavailable, match="no-such-compiler-ssan"):
+        native.build(tmp_path / "k.so")
+    assert not any(tmp_path.iterdir())  # nothing half-written left behind
+
+
+def test_the_kernel_shares_torchs_openmp_runtime():
+    """The library's libgomp.so.1 resolves to the copy torch loaded: one OpenMP runtime, so the
+    kernel's threads are torch's (a second runtime's threads would compete with torch's)."""
+    from pathlib import Path
+
+    torch_lib = Path(torch.__file__).parent / "lib"
+    if not (torch_lib / "libgomp.so.1").is_file():
+        pytest.skip("this torch build does not bring its own libgomp")
+    native.load()
+    mapped = {Path(line.split()[-1]) for line in Path("/proc/self/maps").read_text().splitlines()
+              if line.split()[-1].endswith("/libgomp.so.1")}
+    assert mapped == {torch_lib / "libgomp.so.1"}
+
+
+def test_native_row_entropy_is_the_policy_entropy_over_non_pad_keys():
+    """The kernel's third output: sum over non-pad keys of H(sigmoid(E_p)) per row, against the
+    float64 definition (on the small-probability side, where float64 is exact enough), with
+    policies from unsure to sure (|E_p| up to 30), pads and odd row lengths."""
+    g = torch.Generator().manual_seed(11)
+    for shape in ((3, 2, 5, 7), (2, 3, 4, 33)):
+        policy = torch.randn(shape, generator=g) * torch.tensor([0.5, 4.0, 30.0])[
+            torch.randint(0, 3, shape, generator=g)]
+        logits = torch.randn(shape, generator=g)
+        pad = torch.zeros(shape[0], shape[-1], dtype=torch.bool)
+        pad[1, -2:] = True
+        _, _, rows = native.NativeSampledSelectiveSoftmax.apply(
+            logits, policy, None, pad, 0.5, False, 10.0, True)
+        q = torch.sigmoid(-policy.double().abs())
+        h = -(torch.xlogy(q, q) + (1 - q) * torch.log1p(-q))
+        expected = (h * (~pad).view(shape[0], 1, 1, -1)).sum(-1)
+        assert rows.shape == shape[:3] and rows.dtype == torch.float32
+        torch.testing.assert_close(rows.double(), expected, rtol=1e-5, atol=1e-30)
+
+
+def test_native_module_logs_the_same_entropy_as_the_torch_module():
+    """The policy entropy does not depend on the noise: a training forward logs the same
+    entropy through the kernel's row sums as through the torch path's own pass."""
+    torch.manual_seed(0)
+    layers = {k: ssan_layer(config(), kernel=k).train() for k in ("torch", "native")}
+    layers["native"].load_state_dict(layers["torch"].state_dict())
+    x, pad = inputs(5)
+    stats = {}
+    for k, layer in layers.items():
+        layer.self_attn.rate_gradient = layer.self_attn.entropy_gradient = False
+        layer(x, pad)
+        stats[k] = layer.self_attn.pop_selection()
+    torch.testing.assert_close(stats["native"].entropy_sum, stats["torch"].entropy_sum, rtol=1e-5, atol=0)
+    assert stats["native"].decisions == stats["torch"].decisions

@@ -79,8 +79,13 @@ def build(path: Path) -> Path:
         raise NativeKernelUnavailable(
             f"--ssan-kernel native needs a C compiler: {compiler!r} was not found (set CC, or "
             f"use --ssan-kernel torch)")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".so", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(suffix=".so", dir=path.parent)
+    except OSError as e:
+        raise NativeKernelUnavailable(
+            f"cannot write the native SSAN kernel to {path.parent} ({e}); set SSAN_PLUGIN_CACHE "
+            f"to a writable directory") from e
     os.close(fd)
     try:
         done = subprocess.run([compiler, *CFLAGS, str(SOURCE), "-o", tmp, "-lm"],

@@ -179,3 +179,10 @@ def test_native_module_logs_the_same_entropy_as_the_torch_module():
         stats[k] = layer.self_attn.pop_selection()
     torch.testing.assert_close(stats["native"].entropy_sum, stats["torch"].entropy_sum, rtol=1e-5, atol=0)
     assert stats["native"].decisions == stats["torch"].decisions
+
+
+def test_an_unwritable_cache_is_a_clear_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with pytest.raises(native.NativeKernelUnavailable, match="SSAN_PLUGIN_CACHE"):
+        native.build(blocker / "sub" / "k.so")

@@ -31,6 +31,8 @@ from typing import Optional
 import torch
 from torch import Tensor
 
+from .selective_attention import save_sampled_for_backward
+
 logger = logging.getLogger(__name__)
 
 SOURCE = Path(__file__).with_name("csrc") / "sampled_selective_softmax.c"
@@ -180,13 +182,7 @@ class NativeSampledSelectiveSoftmax(torch.autograd.Function):
             entropy.data_ptr() if want_entropy else None)
         if failed:
             raise MemoryError("the native SSAN kernel could not allocate its scratch rows")
-        if select_grad:
-            select = chosen.to(torch.float32)
-            ctx.save_for_backward(out, weight, slope)
-        else:
-            select = chosen
-            ctx.save_for_backward(out, weight)
-            ctx.mark_non_differentiable(select)
+        select = save_sampled_for_backward(ctx, out, weight, chosen, slope)
         ctx.mark_non_differentiable(entropy)
         return out, select, entropy
 

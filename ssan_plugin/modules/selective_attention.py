@@ -134,6 +134,19 @@ def selective_softmax(
 
 
 
+def save_sampled_for_backward(ctx, out: Tensor, weight: Tensor, chosen: Tensor,
+                              slope: Optional[Tensor]) -> Tensor:
+    """What both training kernels (this module's and native.py's) keep and return: saves ATT,
+    w and, when the sample carries a gradient (``slope`` given), the slope; returns the sample
+    A, float32 and differentiable with a slope, else the bool ``chosen`` as a constant."""
+    if slope is not None:
+        ctx.save_for_backward(out, weight, slope)
+        return chosen.to(torch.float32)
+    ctx.save_for_backward(out, weight)
+    ctx.mark_non_differentiable(chosen)
+    return chosen
+
+
 class _SampledSelectiveSoftmax(torch.autograd.Function):
     """Training with hard selection: the Gumbel-sigmoid straight-through sample of A and the
     selective softmax in one Function (float32 (B, h, T, S) in and out).
@@ -172,14 +185,7 @@ class _SampledSelectiveSoftmax(torch.autograd.Function):
         denom.masked_fill_(denom == 0, 1.0)
         out.div_(denom)
         weight.div_(denom.mul(tau))  # u / Z s (1 - s) / tau
-        if select_grad:
-            select = chosen.to(logits.dtype)
-            ctx.save_for_backward(out, weight, kept_slope)
-        else:
-            select = chosen
-            ctx.save_for_backward(out, weight)
-            ctx.mark_non_differentiable(select)
-        return out, select
+        return out, save_sampled_for_backward(ctx, out, weight, chosen, kept_slope)
 
     @staticmethod
     def backward(ctx, grad_out: Optional[Tensor], grad_select: Optional[Tensor]):

@@ -11,9 +11,11 @@ between ``torch.get_num_threads()`` OpenMP threads of torch's own runtime: the l
 ``libgomp.so.1``, which the loader resolves to the copy torch has already loaded, so the kernel
 reuses torch's threads instead of competing with them for the cores.
 
-Noise: the logistic noise of element i of a call is a hash of (key, i), the key drawn from
-torch's default generator, so runs repeat under ``torch.manual_seed`` whatever the thread count.
-It is the same distribution as ``logistic_noise_like``'s but not the same draws.
+Noise: the logistic noise of element i of a call is logit(u), u a hash of (key, i), the key
+drawn from torch's default generator, so runs repeat under ``torch.manual_seed`` whatever the
+thread count. It is the same distribution as ``logistic_noise_like``'s but not the same draws.
+At the default tau = 1/2 the kernel never takes the logit: the sample and the slope need only
+exp(-z) = exp(-E_p) (1 - u) / u, and exp(-|E_p|) is shared with the entropy.
 """
 
 import ctypes
@@ -175,12 +177,12 @@ class NativeSampledSelectiveSoftmax(torch.autograd.Function):
         slope = torch.empty_like(logits) if select_grad else None
         entropy = logits.new_empty((bsz, heads, tgt_len) if want_entropy else (0,))
         rows = bsz * heads * tgt_len
-        failed = lib.ssan_sampled_forward(
+        ran = lib.ssan_sampled_forward(
             logits.data_ptr(), policy_logits.data_ptr(), _ptr_of(noise), _ptr_of(pad),
             heads * tgt_len, src_len, rows, _threads_for(rows * src_len), key, float(tau),
             float(cap), out.data_ptr(), weight.data_ptr(), chosen.data_ptr(), _ptr_of(slope),
             entropy.data_ptr() if want_entropy else None)
-        if failed:
+        if ran < 0:
             raise MemoryError("the native SSAN kernel could not allocate its scratch rows")
         select = save_sampled_for_backward(ctx, out, weight, chosen, slope)
         ctx.mark_non_differentiable(entropy)

@@ -16,6 +16,14 @@
 #include <omp.h>
 #endif
 
+/* Every pass over a row runs over blocks of LANES floats, each block an inner loop of exactly
+ * LANES iterations (one 64-byte vector with AVX-512, two with AVX2), reductions kept per lane.
+ * A plain `omp simd` loop over the row's P keys is vectorised too, but behind run-time checks
+ * (trip count, aliasing) that sent rows of translation length to its scalar version: a profile
+ * showed scalar code and a call to fmaxf per element taking most of the forward's time. */
+#define LANES 16
+#define ALIGN 64
+
 /* exp(x), Cephes expf: 2^n p(r), about 1 ulp for x in [-87.3, 88]; 0 below (torch gives
  * denormals down to -103.9; -inf gives 0 in both), exp(88) above (no inf). */
 static inline float exp_poly(float x_in) {
@@ -63,118 +71,193 @@ static inline float log_poly(float x) {
     return m + y + e * 0.693359375f;
 }
 
-/* H(sigmoid(x)) = log1p(e) + a e / (1 + e), a = |x|, e = exp(-a): two positive terms (no
- * cancellation where the policy is sure); log1p(e) = log(u) e / (u - 1), u = 1 + e, keeps its
- * relative accuracy where 1 + e rounds (Goldberg). */
-static inline float binary_entropy(float x) {
-    float a = fabsf(x);
-    float e = exp_poly(-a);
-    float u = 1.0f + e;
-    float log1p_e = u == 1.0f ? e : log_poly(u) * (e / (u - 1.0f));
-    return log1p_e + a * e / u;
+/* H(sigmoid(x)) = log1p(e) + a e / (1 + e), a = |x|, e = exp(-a) given: two positive terms (no
+ * cancellation where the policy is sure); log1p(e) = log(v) - ((v - 1) - e) / v, v = 1 + e,
+ * corrects the rounding of v (exact to float32 where 1 + e rounds to 1). */
+static inline float binary_entropy(float a, float e) {
+    float v = 1.0f + e;
+    float inv_v = 1.0f / v;
+    return log_poly(v) - ((v - 1.0f) - e) * inv_v + a * e * inv_v;
 }
 
-/* Logistic(0, 1) noise of element i: logit(u), u = (k + 1/2) / 2^24 with k the top 24 bits of
- * a two-round integer hash (lowbias32) of i under the 64-bit key; u is never 0 or 1. */
-static inline float logistic_noise(uint64_t key, uint64_t i) {
+/* The uniform draw of element i: u = (k + 1/2) / 2^23 with k the top 23 bits of a two-round
+ * integer hash (lowbias32) of i under the 64-bit key. u and 1 - u are exact in float32 (24
+ * significant bits), so u is never 0 or 1 and logit(u) lies within +-16.6. */
+static inline float uniform_draw(uint64_t key, uint64_t i) {
     uint32_t x = (uint32_t)i ^ (uint32_t)key;
     x ^= x >> 16; x *= 0x7feb352du; x ^= x >> 15; x *= 0x846ca68bu; x ^= x >> 16;
     x += (uint32_t)(key >> 32) ^ (uint32_t)(i >> 32) * 0x9e3779b9u;
     x ^= x >> 16; x *= 0x7feb352du; x ^= x >> 15; x *= 0x846ca68bu; x ^= x >> 16;
-    float u = ((float)(int32_t)(x >> 8) + 0.5f) * 5.9604644775390625e-8f; /* 2^-24 */
-    return log_poly(u) - log_poly(1.0f - u);
+    return ((float)(int32_t)(x >> 9) + 0.5f) * 1.1920928955078125e-7f; /* 2^-23 */
+}
+
+/* One row's scratch: the inputs padded to P = S rounded up to LANES (E = -inf, E_p = 0 and
+ * KEEP = 0 in the extra lanes, written once), the intermediates, and the outputs when they
+ * cannot be written in place. */
+typedef struct {
+    float *E, *EP, *L, *KEEP, *A, *Q, *U, *O, *W, *SL;
+    uint8_t *C;
+} Scratch;
+
+/* Pass 1 over a row of P lanes: the sample, its exp(-z / tau) and the row maximum of E over the
+ * chosen keys; with want_h the sum of the policy's entropy over kept keys into *h_sum.
+ *   drawn_half: the noise is drawn here and tau = 1/2; then exp(-z) = exp(-E_p) (1 - u) / u
+ *     with no log (L = logit(u)), exp(-|E_p|) shared with the entropy, q = exp(-z)^2, and
+ *     A = 1[exp(-z) < 1]. Otherwise z = E_p + L with L given (tests) or logit(u), A = 1[z > 0],
+ *     q = exp(-z / tau), the argument capped at 80 (q finite).
+ * Writes A (0/1 at kept keys), Q = q. */
+static inline __attribute__((always_inline)) float pass_sample(const float *restrict E, const float *restrict EP,
+                                const float *restrict L, const float *restrict KEEP,
+                                float *restrict A, float *restrict Q, int64_t P, uint64_t key,
+                                uint64_t base, float inv_tau, int drawn_half, int given,
+                                int want_h, float *h_sum) {
+    float mv[LANES] __attribute__((aligned(ALIGN))), hv[LANES] __attribute__((aligned(ALIGN))); /* per-lane running maximum and entropy sum */
+    for (int l = 0; l < LANES; ++l) { mv[l] = -INFINITY; hv[l] = 0.0f; }
+    for (int64_t b = 0; b < P; b += LANES) {
+#pragma omp simd aligned(mv, hv : ALIGN)
+        for (int l = 0; l < LANES; ++l) {
+            const int64_t j = b + l;
+            const float ep = EP[j], abs_ep = fabsf(ep);
+            float e_abs = 0.0f, a, q;
+            if (drawn_half || want_h) e_abs = exp_poly(-abs_ep);
+            if (drawn_half) {
+                const float u = uniform_draw(key, base + (uint64_t)j), v = 1.0f - u;
+                const int pos = ep >= 0.0f; /* exp(-E_p) = e_abs or 1 / e_abs */
+                float r = (pos ? e_abs * v : v) / (pos ? u : u * e_abs);
+                r = r > 1e18f ? 1e18f : r; /* e_abs = 0 (E_p < -87): never chosen, slope 0 */
+                a = r < 1.0f ? KEEP[j] : 0.0f;
+                q = r * r;
+            } else {
+                float lg;
+                if (given) {
+                    lg = L[j];
+                } else { /* L = logit(u) */
+                    const float u = uniform_draw(key, base + (uint64_t)j);
+                    lg = log_poly(u / (1.0f - u));
+                }
+                const float z = ep + lg;
+                a = z > 0.0f ? KEEP[j] : 0.0f;
+                const float x = -z * inv_tau;
+                q = exp_poly(x > 80.0f ? 80.0f : x);
+            }
+            A[j] = a;
+            Q[j] = q;
+            const float cand = a != 0.0f ? E[j] : -INFINITY;
+            mv[l] = cand > mv[l] ? cand : mv[l];
+            if (want_h) hv[l] += KEEP[j] != 0.0f ? binary_entropy(abs_ep, e_abs) : 0.0f;
+        }
+    }
+    float m = -INFINITY, h = 0.0f;
+    for (int l = 0; l < LANES; ++l) { m = mv[l] > m ? mv[l] : m; h += hv[l]; }
+    *h_sum = h;
+    return m;
 }
 
 /* Forward, rows [row_begin, row_end) of (rows, S) float32 tensors.
  *   logits E, policy E_p: inputs. noise: Logistic noise to use, or NULL (drawn from key).
  *   pad: (rows / rows_per_pad_row, S) bytes, 1 at pad keys, or NULL.
  * Outputs: out = A u / Z, weight = u / Z s (1 - s) / tau, chosen = A (0/1 bytes, pads 0), and
- * slope = s (1 - s) / tau when not NULL; s = sigmoid((E_p + L) / tau), u = exp(min(E - m, cap)),
- * m the row maximum of E over chosen keys (over finite keys, or 0, for a row with none),
- * Z = sum_j A_j u_j (1 for an empty row); pads have u = 0. entropy (rows floats, or NULL):
- * each row's sum over non-pad keys of H(sigmoid(E_p)), the policy's entropy (no noise).
- * Each row is copied into aligned scratch rows of P = S rounded up to LANES (the extra lanes
- * neutral: E = -inf, kept 0), so that every loop runs whole vectors: rows of translation length
- * (S about 30) would otherwise spend most of their time in scalar prologues and epilogues.
- * Returns 0, or 1 if the scratch rows could not be allocated (nothing written then). */
-#define LANES 16
+ * slope = s (1 - s) / tau when not NULL; s = sigmoid((E_p + L) / tau) = 1 / (1 + q),
+ * s (1 - s) = q s^2, u = exp(min(E - m, cap)), m the row maximum of E over chosen keys (over
+ * finite keys, or 0, for a row with none), Z = sum_j A_j u_j (1 for an empty row); pads have
+ * u = 0. entropy (rows floats, or NULL): each row's sum over non-pad keys of H(sigmoid(E_p)),
+ * the policy's entropy (no noise).
+ * Rows whose length S is not a multiple of LANES (or tensors not 64-byte aligned) go through
+ * scratch rows padded to whole blocks: rows of translation length (S about 30) would otherwise
+ * spend most of their time in scalar prologues and epilogues. Others are read and written in
+ * place. Returns 0, or 1 if the scratch could not be allocated (nothing written then). */
 int ssan_sampled_forward_rows(const float *restrict logits, const float *restrict policy,
-                               const float *restrict noise, const uint8_t *restrict pad,
-                               int64_t rows_per_pad_row, int64_t S, int64_t row_begin,
-                               int64_t row_end, uint64_t key, float tau, float cap,
-                               float *restrict out, float *restrict weight,
-                               uint8_t *restrict chosen, float *restrict slope,
-                               float *restrict entropy) {
+                              const float *restrict noise, const uint8_t *restrict pad,
+                              int64_t rows_per_pad_row, int64_t S, int64_t row_begin,
+                              int64_t row_end, uint64_t key, float tau, float cap,
+                              float *restrict out, float *restrict weight,
+                              uint8_t *restrict chosen, float *restrict slope,
+                              float *restrict entropy) {
     const float inv_tau = 1.0f / tau;
+    const int given = noise != NULL, drawn_half = !given && inv_tau == 2.0f;
     const int64_t P = (S + LANES - 1) / LANES * LANES;
-    float *scratch = aligned_alloc(64, (size_t)P * 7 * sizeof(float));
+#define ALIGNED(p) (((uintptr_t)(p) & (ALIGN - 1)) == 0)
+    const int direct = P == S && ALIGNED(logits) && ALIGNED(policy) && ALIGNED(out) &&
+                       ALIGNED(weight) && (!slope || ALIGNED(slope)) && (!noise || ALIGNED(noise));
+    float *scratch = aligned_alloc(ALIGN, (size_t)P * 11 * sizeof(float));
     if (!scratch) return 1;
-    float *restrict E = scratch, *restrict EP = E + P, *restrict L = EP + P, *restrict KEEP = L + P;
-    float *restrict Z = KEEP + P, *restrict U = Z + P, *restrict C = U + P;
-    for (int64_t j = S; j < P; ++j) { E[j] = -INFINITY; EP[j] = 0.0f; L[j] = 0.0f; }
+    Scratch s = {scratch, scratch + P, scratch + 2 * P, scratch + 3 * P, scratch + 4 * P,
+                 scratch + 5 * P, scratch + 6 * P, scratch + 7 * P, scratch + 8 * P,
+                 scratch + 9 * P, (uint8_t *)(scratch + 10 * P)};
+    for (int64_t j = S; j < P; ++j) { s.E[j] = -INFINITY; s.EP[j] = 0.0f; s.L[j] = 0.0f; }
     int64_t pad_row = -1;
     for (int64_t r = row_begin; r < row_end; ++r) {
         const int64_t base = r * S;
         if (pad_row != r / rows_per_pad_row) {
             pad_row = r / rows_per_pad_row;
             const uint8_t *pr = pad ? pad + pad_row * S : NULL;
-            for (int64_t j = 0; j < P; ++j) KEEP[j] = j < S && !(pr && pr[j]) ? 1.0f : 0.0f;
+            for (int64_t j = 0; j < P; ++j) s.KEEP[j] = j < S && !(pr && pr[j]) ? 1.0f : 0.0f;
         }
-        memcpy(E, logits + base, (size_t)S * sizeof(float));
-        memcpy(EP, policy + base, (size_t)S * sizeof(float));
-        if (noise) {
-            memcpy(L, noise + base, (size_t)S * sizeof(float));
+        const float *restrict E = s.E, *restrict EP = s.EP, *restrict L = s.L;
+        float *restrict O = s.O, *restrict W = s.W, *restrict SL = s.SL;
+        if (direct) {
+            E = logits + base; EP = policy + base; L = noise ? noise + base : s.L;
+            O = out + base; W = weight + base; SL = slope ? slope + base : s.SL;
         } else {
-#pragma omp simd aligned(L : 64)
-            for (int64_t j = 0; j < P; ++j) L[j] = logistic_noise(key, (uint64_t)(base + j));
+            memcpy(s.E, logits + base, (size_t)S * sizeof(float));
+            memcpy(s.EP, policy + base, (size_t)S * sizeof(float));
+            if (noise) memcpy(s.L, noise + base, (size_t)S * sizeof(float));
         }
-        /* z = E_p + L, A = 1[z > 0] at kept keys, the row maximum of E over A */
-        float m = -INFINITY;
-#pragma omp simd aligned(E, EP, L, KEEP, Z, C : 64) reduction(max : m)
-        for (int64_t j = 0; j < P; ++j) {
-            float z = EP[j] + L[j];
-            float a = z > 0.0f ? KEEP[j] : 0.0f;
-            Z[j] = z;
-            C[j] = a;
-            m = fmaxf(m, a != 0.0f ? E[j] : -INFINITY);
-        }
+        /* pass 1: the sample, q and the row maximum over chosen keys (+ the entropy) */
+        float h = 0.0f, m;
+        const uint64_t at = (uint64_t)base;
+        if (drawn_half)
+            m = entropy ? pass_sample(E, EP, L, s.KEEP, s.A, s.Q, P, key, at, inv_tau, 1, 0, 1, &h)
+                        : pass_sample(E, EP, L, s.KEEP, s.A, s.Q, P, key, at, inv_tau, 1, 0, 0, &h);
+        else if (given)
+            m = entropy ? pass_sample(E, EP, L, s.KEEP, s.A, s.Q, P, key, at, inv_tau, 0, 1, 1, &h)
+                        : pass_sample(E, EP, L, s.KEEP, s.A, s.Q, P, key, at, inv_tau, 0, 1, 0, &h);
+        else
+            m = entropy ? pass_sample(E, EP, L, s.KEEP, s.A, s.Q, P, key, at, inv_tau, 0, 0, 1, &h)
+                        : pass_sample(E, EP, L, s.KEEP, s.A, s.Q, P, key, at, inv_tau, 0, 0, 0, &h);
+        if (entropy) entropy[r] = h;
         if (m == -INFINITY) { /* no key chosen (or only -inf ones): the maximum over finite keys */
             for (int64_t j = 0; j < S; ++j) m = isfinite(E[j]) ? fmaxf(m, E[j]) : m;
             if (m == -INFINITY) m = 0.0f;
         }
-        /* u = exp(min(E - m, cap)) at kept keys, Z = sum A u */
+        /* pass 2: u = exp(min(E - m, cap)) at kept keys, Z = sum A u */
+        const float *restrict KEEP = s.KEEP, *restrict A = s.A, *restrict Q = s.Q;
+        float *restrict U = s.U;
+        float zv[LANES] __attribute__((aligned(ALIGN)));
+        for (int l = 0; l < LANES; ++l) zv[l] = 0.0f;
+        for (int64_t b = 0; b < P; b += LANES) {
+#pragma omp simd aligned(zv : ALIGN)
+            for (int l = 0; l < LANES; ++l) {
+                const int64_t j = b + l;
+                const float d = E[j] - m;
+                const float u = KEEP[j] != 0.0f ? exp_poly(d > cap ? cap : d) : 0.0f;
+                U[j] = u;
+                zv[l] += A[j] * u;
+            }
+        }
         float z_sum = 0.0f;
-#pragma omp simd aligned(E, KEEP, U, C : 64) reduction(+ : z_sum)
-        for (int64_t j = 0; j < P; ++j) {
-            float d = E[j] - m;
-            float u = KEEP[j] != 0.0f ? exp_poly(d > cap ? cap : d) : 0.0f;
-            U[j] = u;
-            z_sum += C[j] != 0.0f ? u : 0.0f;
-        }
-        if (entropy) { /* before EP is overwritten */
-            float h_sum = 0.0f;
-#pragma omp simd aligned(EP, KEEP : 64) reduction(+ : h_sum)
-            for (int64_t j = 0; j < P; ++j) h_sum += KEEP[j] != 0.0f ? binary_entropy(EP[j]) : 0.0f;
-            entropy[r] = h_sum;
-        }
+        for (int l = 0; l < LANES; ++l) z_sum += zv[l];
         const float inv_z = z_sum == 0.0f ? 1.0f : 1.0f / z_sum;
         const float w_scale = inv_z * inv_tau;
-        /* the sigmoid's slope; out and weight (written over E and EP, no longer needed) */
-#pragma omp simd aligned(E, EP, Z, U, C, L : 64)
-        for (int64_t j = 0; j < P; ++j) {
-            float s = 1.0f / (1.0f + exp_poly(-Z[j] * inv_tau));
-            float sl = s - s * s;
-            float u = U[j];
-            E[j] = C[j] != 0.0f ? u * inv_z : 0.0f;
-            EP[j] = u * sl * w_scale;
-            L[j] = sl * inv_tau;
+        /* pass 3: the slope s (1 - s) = q s^2, s = 1 / (1 + q); out, weight, the sample */
+        uint8_t *restrict CB = s.C;
+        for (int64_t b = 0; b < P; b += LANES) {
+#pragma omp simd
+            for (int l = 0; l < LANES; ++l) {
+                const int64_t j = b + l;
+                const float q = Q[j], sg = 1.0f / (1.0f + q), sl = q * sg * sg, u = U[j];
+                O[j] = A[j] * u * inv_z;
+                W[j] = u * sl * w_scale;
+                SL[j] = sl * inv_tau;
+                CB[j] = (uint8_t)(A[j] != 0.0f);
+            }
         }
-        memcpy(out + base, E, (size_t)S * sizeof(float));
-        memcpy(weight + base, EP, (size_t)S * sizeof(float));
-        if (slope) memcpy(slope + base, L, (size_t)S * sizeof(float));
-        uint8_t *restrict c = chosen + base;
-        for (int64_t j = 0; j < S; ++j) c[j] = C[j] != 0.0f;
-        for (int64_t j = S; j < P; ++j) { E[j] = -INFINITY; EP[j] = 0.0f; L[j] = 0.0f; }
+        if (!direct) {
+            memcpy(out + base, O, (size_t)S * sizeof(float));
+            memcpy(weight + base, W, (size_t)S * sizeof(float));
+            if (slope) memcpy(slope + base, SL, (size_t)S * sizeof(float));
+        }
+        memcpy(chosen + base, CB, (size_t)S);
     }
     free(scratch);
     return 0;
@@ -185,10 +268,10 @@ int ssan_sampled_forward_rows(const float *restrict logits, const float *restric
  *   and slope may be NULL; grad_policy may be NULL). g may be NULL (no gradient reached the
  *   attention): then only grad_select slope. */
 void ssan_sampled_backward_rows(const float *restrict out, const float *restrict weight,
-                           const float *restrict slope, const float *restrict grad_out,
-                           const float *restrict grad_select, int64_t S, int64_t row_begin,
-                           int64_t row_end, float *restrict grad_logits,
-                           float *restrict grad_policy) {
+                                const float *restrict slope, const float *restrict grad_out,
+                                const float *restrict grad_select, int64_t S, int64_t row_begin,
+                                int64_t row_end, float *restrict grad_logits,
+                                float *restrict grad_policy) {
     for (int64_t r = row_begin; r < row_end; ++r) {
         const int64_t base = r * S;
         const float *o = out + base, *w = weight + base;
@@ -221,16 +304,19 @@ void ssan_sampled_backward_rows(const float *restrict out, const float *restrict
 
 /* The two kernels over all rows, split evenly between n_threads OpenMP threads: torch's own
  * libgomp (loaded by torch as libgomp.so.1, which this library then shares), so its threads
- * are reused rather than competing with torch's spinning ones for the cores. */
+ * are reused rather than competing with torch's spinning ones for the cores. The forward
+ * returns the number of threads that ran it (a test checks it), or -1 if a thread could not
+ * allocate its scratch rows. */
 int ssan_sampled_forward(const float *logits, const float *policy, const float *noise,
-                          const uint8_t *pad, int64_t rows_per_pad_row, int64_t S, int64_t rows,
-                          int n_threads, uint64_t key, float tau, float cap, float *out,
-                          float *weight, uint8_t *chosen, float *slope, float *entropy) {
-    int failed = 0;
+                         const uint8_t *pad, int64_t rows_per_pad_row, int64_t S, int64_t rows,
+                         int n_threads, uint64_t key, float tau, float cap, float *out,
+                         float *weight, uint8_t *chosen, float *slope, float *entropy) {
+    int failed = 0, ran = 1;
 #pragma omp parallel num_threads(n_threads) if (n_threads > 1) reduction(| : failed)
     {
 #ifdef _OPENMP
         int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
+        if (t == 0) ran = (int)n;
 #else
         int64_t t = 0, n = 1;
 #endif
@@ -238,7 +324,7 @@ int ssan_sampled_forward(const float *logits, const float *policy, const float *
                                             rows * t / n, rows * (t + 1) / n, key, tau, cap, out,
                                             weight, chosen, slope, entropy);
     }
-    return failed;
+    return failed ? -1 : ran;
 }
 
 void ssan_sampled_backward(const float *out, const float *weight, const float *slope,

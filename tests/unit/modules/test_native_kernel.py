@@ -6,6 +6,7 @@ compiler is a clear error."""
 
 import shutil
 
+import numpy as np
 import pytest
 import torch
 from helpers.ssan_layer import config, inputs, ssan_layer
@@ -49,7 +50,9 @@ def torch_kernel(logits, policy, noise, pad, tau, select_grad, cap):
     return _SampledSelectiveSoftmax.apply(logits, policy, noise.clone(), pad4, tau, select_grad, cap)
 
 
-@pytest.mark.parametrize("shape", [(3, 2, 6, 6), (2, 4, 5, 31), (2, 2, 3, 67), (1, 1, 2, 1)])
+# rows of 16k keys are read and written in place, others through padded scratch rows
+@pytest.mark.parametrize("shape", [(3, 2, 6, 6), (2, 4, 5, 31), (2, 2, 3, 67), (1, 1, 2, 1),
+                                   (2, 3, 4, 32)])
 @pytest.mark.parametrize("select_grad", [True, False])
 @pytest.mark.parametrize("tau,cap", [(0.5, 10.0), (2.0, 0.0)])
 def test_native_equals_the_torch_function(shape, select_grad, tau, cap):
@@ -91,6 +94,51 @@ def test_native_noise_has_the_logistic_distribution():
     p = torch.sigmoid(levels.double())
     sigma = (p * (1 - p) / select[..., 0].numel()).sqrt()
     assert torch.all((freq - p).abs() < 5 * sigma + 1e-5), (freq, p)
+
+
+def uniform_draws(key: int, n: int) -> torch.Tensor:
+    """The kernel's uniform draw of elements 0..n-1 under ``key``, written out independently:
+    two rounds of lowbias32 over the element index, the top 23 bits, u = (k + 1/2) / 2^23."""
+    mask = np.uint64(0xFFFFFFFF)
+
+    def mix(x):
+        x ^= x >> np.uint64(16)
+        x = (x * np.uint64(0x7FEB352D)) & mask
+        x ^= x >> np.uint64(15)
+        x = (x * np.uint64(0x846CA68B)) & mask
+        return x ^ (x >> np.uint64(16))
+
+    i = np.arange(n, dtype=np.uint64)  # below 2^32: its high word is 0
+    x = mix((i & mask) ^ np.uint64(key & 0xFFFFFFFF))
+    x = mix((x + np.uint64(key >> 32)) & mask)
+    return torch.from_numpy(((x >> np.uint64(9)).astype(np.float64) + 0.5) / 2.0**23)
+
+
+@pytest.mark.parametrize("tau", [0.5, 2.0])  # 0.5: the kernel's no-logit path; 2.0: logit(u)
+@pytest.mark.parametrize("shape", [(3, 2, 7, 37), (2, 2, 5, 48)])  # scratch rows; in place
+def test_native_drawn_noise_gives_the_float64_function_of_its_draws(tau, shape):
+    """With its own noise the kernel computes exactly the torch Function's maths at that noise:
+    the draws are reproduced here (uniform_draws, the key from the same seed) and handed, as
+    L = logit(u), to the torch Function in float64. The sample agrees everywhere but where
+    |E_p + L| is within float32 rounding of 0; values and gradients to 1e-5 relative (the slope
+    where the sigmoid saturates too, which float32's s - s^2 would lose)."""
+    logits, policy, _, pad, g = case(5, shape)
+    policy = policy * 4  # saturated slopes too
+    upstream, rate_w = torch.randn(shape, generator=g), torch.randn(shape, generator=g)
+    torch.manual_seed(21)
+    key = int(torch.randint(0, 2**62, ()).item())  # what the Function draws first
+    noise = torch.logit(uniform_draws(key, logits.numel()).view(shape))
+    expected = run(torch_kernel, logits.double(), policy.double(), noise, pad, tau, True, 10.0,
+                   upstream.double(), rate_w.double())
+    torch.manual_seed(21)
+    got = run(native.NativeSampledSelectiveSoftmax.apply, logits, policy, None, pad, tau, True,
+              10.0, upstream, rate_w)
+    z = policy.double() + noise
+    clear = z.abs() > 1e-5
+    assert torch.equal(got[1].bool()[clear], expected[1].bool()[clear])
+    assert clear.float().mean() > 0.999 and 0.2 < expected[1].mean() < 0.8
+    for a, b in zip(got[:1] + got[2:], expected[:1] + expected[2:]):
+        torch.testing.assert_close(a.double(), b, rtol=1e-5, atol=1e-7)
 
 
 def test_native_noise_repeats_under_the_seed_whatever_the_threads(monkeypatch):
@@ -143,6 +191,28 @@ def test_the_kernel_shares_torchs_openmp_runtime():
     mapped = {Path(line.split()[-1]) for line in Path("/proc/self/maps").read_text().splitlines()
               if line.split()[-1].endswith("/libgomp.so.1")}
     assert mapped == {torch_lib / "libgomp.so.1"}
+
+
+def test_the_kernel_runs_on_torchs_thread_count():
+    """The forward reports how many OpenMP threads ran it: torch's count when the call is large
+    enough (so a build without OpenMP, or a runtime that ignores the request, would fail)."""
+    lib = native.load()
+    threads = torch.get_num_threads()
+    try:
+        for n in (1, 2):
+            torch.set_num_threads(n)
+            logits = torch.randn(4, 4, 64, 64)
+            out, weight = torch.empty_like(logits), torch.empty_like(logits)
+            chosen = torch.empty(logits.shape, dtype=torch.bool)
+            n_threads = native._threads_for(logits.numel())
+            assert n_threads == n
+            ran = lib.ssan_sampled_forward(
+                logits.data_ptr(), logits.data_ptr(), None, None, 4 * 64, 64, 4 * 4 * 64,
+                n_threads, 1, 0.5, 10.0, out.data_ptr(), weight.data_ptr(), chosen.data_ptr(),
+                None, None)
+            assert ran == n
+    finally:
+        torch.set_num_threads(threads)
 
 
 def test_native_row_entropy_is_the_policy_entropy_over_non_pad_keys():

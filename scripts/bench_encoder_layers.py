@@ -48,7 +48,7 @@ def build_layer(kind: str, width: int, heads: int):
     cfg = TransformerConfig()
     cfg.encoder.embed_dim, cfg.encoder.ffn_embed_dim, cfg.encoder.attention_heads = width, 4 * width, heads
     builders = {
-        "ssan": lambda d, c: SelectiveMultiheadAttention(d, heads),
+        "ssan": lambda d, c: SelectiveMultiheadAttention(d, heads, kernel="torch"),
         "ssan_native": lambda d, c: SelectiveMultiheadAttention(d, heads, kernel="native"),
         "disan_naive": lambda d, c: DiSANAttention(d, implementation="naive"),
         "disan_blocked": lambda d, c: DiSANAttention(d, implementation="blocked"),

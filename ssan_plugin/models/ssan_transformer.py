@@ -43,11 +43,12 @@ class SSANOptions(FairseqDataclass):
                           "(docs/design.md, section 1.4)"},
     )
     ssan_kernel: ChoiceEnum(KERNELS) = field(
-        default="torch",
+        default="auto",
         metadata={"help": "training attention: torch (autograd Function of torch operations, "
-                          "runs everywhere) or native (a fused C kernel compiled on first use "
+                          "runs everywhere), native (a fused C kernel compiled on first use "
                           "for this CPU; needs a C compiler; same values and gradients, its own "
-                          "noise draws). docs/design.md, section 1.4"},
+                          "noise draws) or auto (native on the CPU where it builds, else "
+                          "torch). docs/design.md, section 1.4"},
     )
     ssan_scale_policy_logits: bool = field(
         default=False,

@@ -129,11 +129,15 @@ def load() -> ctypes.CDLL:
     return lib
 
 
+@lru_cache(maxsize=None)
 def available() -> bool:
-    """Whether the native kernel builds and loads here."""
+    """Whether the native kernel builds and loads here (``--ssan-kernel auto``); asked once a
+    process: when it does not, a warning gives the reason and torch's kernel trains."""
     try:
         load()
-    except NativeKernelUnavailable:
+    except NativeKernelUnavailable as e:
+        logger.warning("--ssan-kernel auto: the native SSAN kernel is unavailable here, so the "
+                       "torch kernel trains (%s)", e)
         return False
     return True
 

@@ -34,8 +34,22 @@ logger = logging.getLogger(__name__)
 STRAIGHT_THROUGH_EXP_CAP = 10.0
 
 #: implementations of the training attention (sampled_selective_softmax): torch operations in an
-#: autograd Function, or the fused C kernel of native.py
-KERNELS = ("torch", "native")
+#: autograd Function, the fused C kernel of native.py, or ``auto`` (resolve_kernel)
+KERNELS = ("auto", "torch", "native")
+
+
+def resolve_kernel(kernel: str, device: torch.device) -> str:
+    """The kernel that trains: ``auto`` is the native one on the CPU where it builds and loads
+    (asked once a process; a warning names the reason when it does not), else torch's."""
+    if kernel not in KERNELS:
+        raise ValueError(f"--ssan-kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
+    if kernel != "auto":
+        return kernel
+    if device.type != "cpu":
+        return "torch"
+    from .native import available
+
+    return "native" if available() else "torch"
 
 
 def _check_cap(cap: float) -> float:
@@ -218,11 +232,12 @@ def sampled_selective_softmax(logits: Tensor, policy_logits: Tensor, tau: float,
     ``select_grad``: whether A carries the straight-through gradient (the selection
     regulariser needs it); ``noise``: logistic noise to use (tests), drawn when None;
     ``straight_through_cap``: as in ``selective_softmax``; ``kernel``: one of KERNELS (the
-    native kernel draws its own noise, same distribution, other draws).
+    native kernel draws its own noise, same distribution, other draws; see resolve_kernel).
     ``row_entropy``: also return, third, each row's policy entropy summed over non-pad keys,
     (B, h, T) float32 without gradient, where the kernel computes it on the way (native), else
     None.
     """
+    kernel = resolve_kernel(kernel, logits.device)
     if kernel == "native":
         from .native import NativeSampledSelectiveSoftmax
 
@@ -230,8 +245,6 @@ def sampled_selective_softmax(logits: Tensor, policy_logits: Tensor, tau: float,
             logits.float(), policy_logits.float(), noise, key_padding_mask, float(tau),
             bool(select_grad), _check_cap(straight_through_cap), bool(row_entropy))
         return (out, select, entropy) if row_entropy else (out, select)
-    if kernel != "torch":
-        raise ValueError(f"--ssan-kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
     pad = None
     if key_padding_mask is not None:
         pad = key_padding_mask.view(key_padding_mask.size(0), 1, 1, -1).to(torch.bool)
@@ -308,7 +321,7 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
         qn_block_size: int = 8,
         policy_dim: Optional[int] = None,
         straight_through_cap: float = STRAIGHT_THROUGH_EXP_CAP,
-        kernel: str = "torch",
+        kernel: str = "auto",
     ):
         super().__init__(
             embed_dim,

@@ -190,7 +190,7 @@ def test_options_are_declared_once():
     args = parser.parse_args([])
     assert vars(args) == {"ssan_layers": "all", "ssan_tau": 0.5, "ssan_selection": "hard",
                           "ssan_policy_dim": 0, "ssan_scale_policy_logits": False,
-                          "ssan_straight_through_cap": 10.0, "ssan_kernel": "torch"}
+                          "ssan_straight_through_cap": 10.0, "ssan_kernel": "auto"}
     assert SSANOptions().ssan_tau == args.ssan_tau
     old = argparse.Namespace(arch="ssan_transformer")  # args of a checkpoint without the options
     from fairseq.models import ARCH_CONFIG_REGISTRY

@@ -38,12 +38,17 @@ STRAIGHT_THROUGH_EXP_CAP = 10.0
 KERNELS = ("auto", "torch", "native")
 
 
+def check_kernel(kernel: str) -> str:
+    """``kernel`` if it is one of KERNELS, else a ValueError naming them."""
+    if kernel not in KERNELS:
+        raise ValueError(f"--ssan-kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
+    return kernel
+
+
 def resolve_kernel(kernel: str, device: torch.device) -> str:
     """The kernel that trains: ``auto`` is the native one on the CPU where it builds and loads
     (asked once a process; a warning names the reason when it does not), else torch's."""
-    if kernel not in KERNELS:
-        raise ValueError(f"--ssan-kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
-    if kernel != "auto":
+    if check_kernel(kernel) != "auto":
         return kernel
     if device.type != "cpu":
         return "torch"
@@ -339,9 +344,7 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
         if policy_dim < 0 or policy_dim % num_heads:
             raise ValueError(f"--ssan-policy-dim must be a positive multiple of the {num_heads} "
                              f"attention heads (0: the embed dim), got {policy_dim}")
-        if kernel not in KERNELS:
-            raise ValueError(f"--ssan-kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
-        self.kernel = kernel  # the native one is built at its first training forward (decoding
+        self.kernel = check_kernel(kernel)  # the native one is built at its first training forward (decoding
         # and the hub never need it, so a model trained with it loads where no compiler is)
         self.tau = float(tau)
         self.straight_through_cap = _check_cap(straight_through_cap)

@@ -35,7 +35,7 @@ demo: install
 	$(PY) scripts/demo.py --out $(OUT) $(if $(DATA),--data $(DATA) --src $(SRC) --tgt $(TGT),)
 
 test: install
-	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist loadfile tests
+	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist loadfile --durations=20 tests
 
 # SSAN vs baseline (training words/s, generation sentences/s, peak memory), then one encoder
 # layer of each kind vs length (examples/variants/).

@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 # The demo's model size is the *_small architectures (ssan_plugin/models/architectures.py).
 MODEL = ["--share-all-embeddings", "--dropout", "0.1"]
+TRAINING = ["--optimizer", "adam", "--lr", "0.0005", "--label-smoothing", "0.1"]
 
 # Free decoding: each model stops where it likes, so the work differs with what it learnt.
 # Fixed length (every hypothesis exactly 12 tokens): the same decoding work for both models.
@@ -57,6 +58,17 @@ SYSTEMS = {
     "baseline": ["--arch", "transformer_small", "--criterion", "label_smoothed_cross_entropy"],
     "ssan": ["--arch", "ssan_transformer_small", "--criterion", "selective_label_smoothed_cross_entropy"],
 }
+
+
+def with_ssan_systems(specs, error, option: str) -> dict:
+    """SYSTEMS plus one SSAN system per ``NAME=FLAGS`` spec (SSAN's flags + FLAGS)."""
+    systems = dict(SYSTEMS)
+    for spec in specs:
+        name, sep, flags = spec.partition("=")
+        if not sep or not name or name in systems:
+            error(f"{option} {spec!r}: give NAME=FLAGS with a new NAME")
+        systems[name] = SYSTEMS["ssan"] + shlex.split(flags)
+    return systems
 
 
 def run_measured(cmd):
@@ -127,12 +139,7 @@ def main():
                     help="also measure SSAN with these extra training flags, e.g. "
                          "narrow='--ssan-policy-dim 64' (repeatable; NAME a new system name)")
     args = ap.parse_args()
-    systems = dict(SYSTEMS)
-    for spec in args.ssan_system:
-        name, sep, flags = spec.partition("=")
-        if not sep or not name or name in systems:
-            ap.error(f"--ssan-system {spec!r}: give NAME=FLAGS with a new NAME")
-        systems[name] = SYSTEMS["ssan"] + shlex.split(flags)
+    systems = with_ssan_systems(args.ssan_system, ap.error, "--ssan-system")
     work = Path(args.workdir).resolve() / args.corpus
     work.mkdir(parents=True, exist_ok=True)
     data_bin = prepare_corpus(args.corpus, work, Path(args.shared), args.train_pairs)
@@ -147,7 +154,7 @@ def main():
         shutil.rmtree(save, ignore_errors=True)
         text, rss = run_measured([
             BIN / "fairseq-train", data_bin, "--user-dir", ROOT / "ssan_plugin", "--cpu",
-            *systems[name], *MODEL, "--optimizer", "adam", "--lr", "0.0005", "--label-smoothing", "0.1",
+            *systems[name], *MODEL, *TRAINING,
             "--max-tokens", args.max_tokens, "--max-update", args.updates, "--save-dir", save,
             "--no-epoch-checkpoints", "--disable-validation",
             "--log-format", "simple", "--log-interval", 10, "--seed", 1,

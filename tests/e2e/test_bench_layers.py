@@ -56,3 +56,50 @@ def test_model_bench_toy_size(tmp_path):
     assert "| measure | baseline | ssan | narrow | ssan / baseline | narrow / baseline |" in proc.stdout
     assert "| teacher-forced scoring sentences/s (train split) |" in proc.stdout
     assert not list((tmp_path / "work").rglob("*.pt"))  # checkpoints removed
+
+
+def test_paired_steps_toy_size(tmp_path):
+    """scripts/bench_steps.py on a small built-in corpus: every system takes the same batches
+    in turn; the ratios are the summed times' ratios; the arithmetic difference between SSAN
+    and the baseline is exactly the policy network's (counted by an independent formula)."""
+    import json
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from bench_ssan import prepare_corpus
+
+    data_bin = prepare_corpus("builtin", tmp_path / "work", tmp_path, train_pairs=300)
+    out = tmp_path / "steps.json"
+    proc = subprocess.run(
+        [sys.executable, ROOT / "scripts" / "bench_steps.py", data_bin, "--steps", "3",
+         "--warmup", "1", "--max-tokens", "512", "--system", "narrow=--ssan-policy-dim 32",
+         "--json", out],
+        capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    result = json.loads(out.read_text())
+    assert list(result["systems"]) == ["baseline", "ssan", "narrow"]
+    times = result["times_s"]
+    for name in ("baseline", "ssan", "narrow"):
+        for measure in ("train_step", "score_forward"):
+            assert len(times[name][measure]) == 3 and all(t > 0 for t in times[name][measure])
+    for name in ("ssan", "narrow"):
+        r = result["ratios"][name]["train_step"]
+        assert r["ratio"] == sum(times["baseline"]["train_step"]) / sum(times[name]["train_step"])
+        assert r["low"] <= r["ratio"] <= r["high"]
+    assert len(result["target_tokens"]) == 3
+
+    # the *_small models: 3 encoder layers, width 128; the counted batch is (B, T) source tokens
+    B, T = result["flop_batch"]["src_tokens"]
+    C, L = 128, 3
+
+    def policy_extra(P):
+        # per layer: the policy projection C -> 2P and the product Q_p K_p^T, forward and the two
+        # gradients of each (3x); minus the recomputed scores (q k^T) that the baseline's fused
+        # attention does again in its backward and SSAN's saved-probability backward does not
+        fwd = 2 * (B * T) * C * (2 * P) + 2 * B * T * T * P
+        return L * (3 * fwd - 2 * B * T * T * C)
+
+    flops = result["flops"]
+    assert flops["ssan"] - flops["baseline"] == policy_extra(128)
+    assert flops["narrow"] - flops["baseline"] == policy_extra(32)
+    assert result["flop_ceiling"]["ssan"] == flops["baseline"] / flops["ssan"]
+    assert "| training step |" in proc.stdout and "| teacher-forced scoring forward |" in proc.stdout

@@ -1,0 +1,189 @@
+#!/usr/bin/env python
+"""Paired steps: SSAN against the baseline in one process, batch by batch.
+
+``bench_ssan.py`` times whole ``fairseq-train`` processes one after another; on a shared
+machine two runs of the same model can differ by 10 %, more than the gaps it looks for. Here
+every system is a fairseq ``Trainer`` in one process, built from the same data-bin and
+training flags, and all of them take the same batches in turn:
+
+- a training step (``Trainer.train_step``: forward, backward, clipping, optimizer update);
+- a teacher-forced scoring forward (eval mode, no gradient: the model's forward and its
+  log-probabilities, the arithmetic of ``fairseq-generate --score-reference``).
+
+Calls on one batch run back to back (the order rotates each round), so each batch gives a
+ratio ``baseline time / system time`` (throughput relative to the baseline: words/s and
+sentences/s, the batch being the same) under one machine state. The table gives the ratio of
+the summed times with a bootstrap 95 % interval over batches. It also gives the arithmetic
+ceiling: the ratio of the floating-point operations (``torch.utils.flop_counter``) of one
+training step, i.e. the throughput ratio if time were the matrix products alone.
+
+    python scripts/bench_steps.py runs/bench/builtin/data-bin --steps 60
+    python scripts/bench_steps.py DATA --system "narrow=--ssan-policy-dim 32" --json out.json
+
+Systems: ``baseline`` and ``ssan`` as in ``bench_ssan.py`` (the demo's model size), plus each
+``--system NAME=FLAGS`` (SSAN with extra flags). Threads: torch's default, or
+``OMP_NUM_THREADS``. Memory is not measured here (one process): ``bench_ssan.py`` does that.
+"""
+
+import argparse
+import copy
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_ssan import MODEL, ROOT, SYSTEMS, TRAINING, with_ssan_systems  # noqa: E402
+
+from ssan_plugin.cli import ArgumentParser, positive_int  # noqa: E402
+
+MEASURES = ("train_step", "score_forward")
+
+
+def build_trainer(data_bin: Path, flags, max_tokens: int, seed: int):
+    """A fairseq Trainer for ``fairseq-train DATA_BIN FLAGS`` (CPU)."""
+    from fairseq import options, tasks, utils
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+    from fairseq.trainer import Trainer
+
+    parser = options.get_training_parser()
+    args = options.parse_args_and_arch(parser, input_args=[
+        str(data_bin), "--user-dir", str(ROOT / "ssan_plugin"), "--cpu", *flags, *MODEL, *TRAINING,
+        "--max-tokens", str(max_tokens), "--seed", str(seed), "--disable-validation"])
+    cfg = convert_namespace_to_omegaconf(args)
+    utils.set_torch_seed(seed)
+    task = tasks.setup_task(cfg.task)
+    model = task.build_model(cfg.model)
+    criterion = task.build_criterion(cfg.criterion)
+    return Trainer(cfg, task, model, criterion)
+
+
+def training_flops(trainer, sample) -> int:
+    """Floating-point operations of one forward + backward of ``sample`` (torch's counter)."""
+    from torch.utils import flop_counter as fc
+
+    model, criterion = trainer.model, trainer.criterion
+    model.train()
+    # torch counts its fused attention on GPUs only; fairseq's attention runs the CPU one
+    aten = torch.ops.aten
+    cpu_sdpa = {
+        aten._scaled_dot_product_flash_attention_for_cpu:
+            lambda q, k, v, *a, out_shape=None, **kw: fc.sdpa_flop_count(q, k, v),
+        aten._scaled_dot_product_flash_attention_for_cpu_backward:
+            lambda g, q, k, v, *a, out_shape=None, **kw: fc.sdpa_backward_flop_count(g, q, k, v),
+    }
+    counter = fc.FlopCounterMode(display=False, custom_mapping=cpu_sdpa)
+    with counter:
+        loss, _, _ = criterion(model, copy.deepcopy(sample))
+        loss.backward()
+    model.zero_grad(set_to_none=True)
+    return counter.get_total_flops()
+
+
+def score_forward(model, sample):
+    """Teacher-forced scoring's arithmetic: eval forward and log-probabilities, no gradient."""
+    model.eval()
+    with torch.no_grad():
+        net_output = model(**sample["net_input"])
+        model.get_normalized_probs(net_output, log_probs=True)
+
+
+def ratio_with_interval(base, other, rng, draws: int = 2000):
+    """sum(base) / sum(other) and a bootstrap 95 % interval over batches (paired)."""
+    base, other = np.asarray(base), np.asarray(other)
+    point = base.sum() / other.sum()
+    idx = rng.integers(0, len(base), size=(draws, len(base)))
+    boot = base[idx].sum(1) / other[idx].sum(1)
+    lo, hi = np.percentile(boot, [2.5, 97.5])
+    return float(point), float(lo), float(hi)
+
+
+def main():
+    ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("data", help="a fairseq translation data-bin (e.g. made by bench_ssan.py)")
+    ap.add_argument("--steps", type=positive_int, default=60, help="timed batches")
+    ap.add_argument("--warmup", type=int, default=5, help="untimed rounds first")
+    ap.add_argument("--max-tokens", type=positive_int, default=4096)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--system", action="append", default=[], metavar="NAME=FLAGS",
+                    help="also measure SSAN with these extra training flags (repeatable)")
+    ap.add_argument("--json", help="write the measurements here")
+    args = ap.parse_args()
+    if args.warmup < 0:
+        ap.error("--warmup must be >= 0")
+    systems = with_ssan_systems(args.system, ap.error, "--system")
+    data_bin = Path(args.data)
+    if not (data_bin / "dict.txt").exists() and not list(data_bin.glob("dict.*.txt")):
+        ap.error(f"{data_bin} is not a fairseq data-bin (no dictionary)")
+
+    trainers = {name: build_trainer(data_bin, flags, args.max_tokens, args.seed)
+                for name, flags in systems.items()}
+    first = next(iter(trainers.values()))  # its task loads the train split: one batch list for all
+    need = args.warmup + args.steps
+    batches, epoch = [], 0
+    while len(batches) < need:  # epochs repeat when the split holds fewer batches
+        epoch += 1
+        itr = first.get_train_iterator(epoch=epoch, load_dataset=epoch == 1)
+        batches.extend(b for b in itr.next_epoch_itr(shuffle=True) if b)
+    batches = batches[:need]
+    flops = {name: training_flops(t, batches[0]) for name, t in trainers.items()}
+
+    names = list(trainers)
+    times = {name: {m: [] for m in MEASURES} for name in names}
+    tokens = []
+    for i, batch in enumerate(tqdm(batches, desc="paired steps")):
+        order = names[i % len(names):] + names[:i % len(names)]
+        for name in order:
+            trainer = trainers[name]
+            sample = copy.deepcopy(batch)
+            start = time.perf_counter()
+            trainer.train_step([sample])
+            train_s = time.perf_counter() - start
+            sample = copy.deepcopy(batch)
+            start = time.perf_counter()
+            score_forward(trainer.model, sample)
+            score_s = time.perf_counter() - start
+            if i >= args.warmup:
+                times[name]["train_step"].append(train_s)
+                times[name]["score_forward"].append(score_s)
+        if i >= args.warmup:
+            tokens.append(int(batch["ntokens"]))
+
+    rng = np.random.default_rng(0)
+    ratios = {name: {m: ratio_with_interval(times["baseline"][m], times[name][m], rng)
+                     for m in MEASURES} for name in names if name != "baseline"}
+    ceiling = {name: flops["baseline"] / flops[name] for name in names if name != "baseline"}
+    others = [n for n in names if n != "baseline"]
+    print(f"\n{args.steps} batches (+{args.warmup} untimed) of up to {args.max_tokens} tokens, "
+          f"{np.mean(tokens):.0f} target tokens a batch, {torch.get_num_threads()} threads; "
+          "throughput ratios system / baseline (summed times, bootstrap 95 % interval)")
+    for name in others[1:]:
+        print(f"{name}: ssan with {' '.join(systems[name][len(SYSTEMS['ssan']):])}")
+    print("| measure | baseline ms | " + " | ".join(f"{n} ms" for n in others) + " | "
+          + " | ".join(f"{n} / baseline" for n in others) + " |")
+    print("|---" * (2 + 2 * len(others)) + "|")
+    for label, m in (("training step", "train_step"), ("teacher-forced scoring forward", "score_forward")):
+        ms = [f"{1e3 * np.median(times[n][m]):.1f}" for n in names]
+        cells = [f"{ratios[n][m][0]:.3f} [{ratios[n][m][1]:.3f}, {ratios[n][m][2]:.3f}]" for n in others]
+        print(f"| {label} | " + " | ".join(ms) + " | " + " | ".join(cells) + " |")
+    gflops = [f"{flops[n] / 1e9:.2f}" for n in names]
+    print("| training step GFLOP (first batch; ratio: the arithmetic ceiling) | " + " | ".join(gflops)
+          + " | " + " | ".join(f"{ceiling[n]:.3f}" for n in others) + " |")
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps({
+            "data": str(data_bin), "steps": args.steps, "warmup": args.warmup,
+            "threads": torch.get_num_threads(), "systems": systems, "times_s": times,
+            "target_tokens": tokens, "flops": flops, "flop_ceiling": ceiling,
+            "flop_batch": {"src_tokens": list(batches[0]["net_input"]["src_tokens"].shape),
+                           "target": list(batches[0]["target"].shape)},
+            "ratios": {n: {m: dict(zip(("ratio", "low", "high"), r)) for m, r in v.items()}
+                       for n, v in ratios.items()}}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -396,7 +396,7 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
 
         q, k, v, q_p, k_p = self.fused_in_projection(query).split(
             [embed_dim] * 3 + [self.policy_dim] * 2, dim=-1)
-        q, k, v = heads(q * self.scaling), heads(k), heads(v)
+        q, k, v = heads(q), heads(k), heads(v)  # q unscaled: the eval path scales it inside
         q_p, k_p = heads(q_p, self.policy_head_dim), heads(k_p, self.policy_head_dim)
 
         policy_logits = torch.matmul(q_p, k_p.transpose(-1, -2)).float()  # (B, h, T, S)
@@ -407,15 +407,13 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
         row_count: Optional[Tensor] = None
         row_entropy: Optional[Tensor] = None
         if self.selection == "hard" and not self.training and not want_weights and attn_mask is None:
-            # eval: A = 1[E_p > 0] is a boolean mask (pads folded in), applied in place
-            drop = policy_logits <= 0
-            if key_padding_mask is not None:
-                drop |= key_padding_mask.view(bsz, 1, 1, -1).to(torch.bool)
-            out, row_count = self._masked_attention(q, k, v, drop)
-            del drop
+            # eval: A = 1[E_p > 0], an additive 0 / -inf mask (pads folded in) for torch's
+            # fused attention
             select = policy_logits > 0 if self.keep_selection else None  # analysis only
+            out, row_count = self._masked_attention(q, k, v, policy_logits, key_padding_mask,
+                                                    self.scaling, self.wants_statistics())
         else:
-            logits = torch.matmul(q, k.transpose(-1, -2))  # (B, h, T, S)
+            logits = torch.matmul(q * self.scaling, k.transpose(-1, -2))  # (B, h, T, S)
             if attn_mask is not None:
                 logits = logits + attn_mask
             if self.selection == "hard" and self.training:
@@ -453,23 +451,27 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
         return out, weights
 
     @staticmethod
-    def _masked_attention(q: Tensor, k: Tensor, v: Tensor, drop: Tensor):
-        """Eval-mode selective attention: softmax of q k^T (q already scaled) over the keys
-        not in ``drop`` ((B, h, T, S) bool: unselected or pad), then times v; a query with no
-        key left gets a zero row, as selective_softmax gives. Returns the output (B, h, T, d)
-        and the number of keys each query attends, (B, h, T) float32.
+    def _masked_attention(q: Tensor, k: Tensor, v: Tensor, policy_logits: Tensor,
+                          key_padding_mask: Optional[Tensor], scaling: float, count: bool):
+        """Eval-mode selective attention, A = 1[E_p > 0]: softmax of ``scaling`` q k^T over the
+        selected non-pad keys, times v; a query with no key left gets a zero row, as
+        selective_softmax gives. q, k, v (B, h, T, d) unscaled (strided views are fine);
+        policy_logits (B, h, T, S), left unchanged. Returns the output (B, h, T, d) and, if
+        ``count``, the number of keys each query attends, (B, h, T) float32 (else None).
 
-        Masking the logits in place costs fewer passes here than handing the boolean mask to
-        ``scaled_dot_product_attention``, which first turns it into an additive float mask."""
-        logits = torch.matmul(q, k.transpose(-1, -2)).float()
-        logits.masked_fill_(drop, float("-inf"))
-        row_count = drop.size(-1) - drop.sum(-1, dtype=torch.float32)
-        probs = torch.softmax(logits, dim=-1)
-        del logits
-        out = torch.matmul(probs.type_as(v), v)
-        empty = row_count == 0
-        if bool(empty.any()):  # softmax over no key gave NaN
-            out.masked_fill_(empty.unsqueeze(-1), 0.0)
+        The selection becomes an additive float mask, E_p where E_p > 0 and -inf elsewhere,
+        clamped to 0 from above: two passes, where a boolean mask would cost a comparison here
+        and a conversion to an additive mask inside ``scaled_dot_product_attention``. The fused
+        attention then never materialises the logits or the probabilities."""
+        mask = F.threshold(policy_logits, 0.0, float("-inf")).clamp_(max=0.0)
+        if key_padding_mask is not None:
+            bsz, src_len = key_padding_mask.shape
+            mask.masked_fill_(key_padding_mask.view(bsz, 1, 1, src_len).to(torch.bool),
+                              float("-inf"))
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask.to(q.dtype), scale=scaling)
+        row_count = (mask == 0).sum(-1, dtype=torch.float32) if count else None
+        if not out.is_cpu:  # torch's CPU kernel gives a fully masked row zeros (tests check);
+            out = torch.nan_to_num(out, nan=0.0)  # other devices' kernels may give NaN
         return out, row_count
 
     def _statistics(

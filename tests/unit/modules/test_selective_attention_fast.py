@@ -191,6 +191,9 @@ def test_eval_mask_path_equals_the_explicit_selective_softmax(empty_head):
     explicit, _ = attn(x, x, x, key_padding_mask=pad, need_weights=True)  # selective_softmax
     explicit_stats = attn.pop_selection()
     torch.testing.assert_close(fast, explicit, rtol=1e-5, atol=1e-6)
+    attn.report_statistics = None  # eval default: no record, no key counts; the same output
+    assert torch.equal(attn(x, x, x, key_padding_mask=pad)[0], fast)
+    assert attn.pop_selection() is None
     for field in ("pairs_selected", "pairs_possible", "entropy_sum", "pair_rate", "pair_count"):
         torch.testing.assert_close(getattr(fast_stats, field), getattr(explicit_stats, field))
     if empty_head:

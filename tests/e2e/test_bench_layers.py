@@ -32,13 +32,13 @@ def test_layer_bench_toy_size(tmp_path):
 def test_model_bench_toy_size(tmp_path):
     """scripts/bench_ssan.py on a small built-in corpus: the baseline, SSAN and an extra SSAN
     system (--ssan-system) trained, every decoding mode timed --decode-repeats times per system
-    (alternating), ratios printed and in the JSON."""
+    (once here: the suite's slowest test), ratios printed and in the JSON."""
     import json
 
     out = tmp_path / "bench.json"
     proc = subprocess.run(
         [sys.executable, ROOT / "scripts" / "bench_ssan.py", "--workdir", tmp_path / "work",
-         "--train-pairs", "300", "--updates", "20", "--repeats", "1", "--decode-repeats", "2",
+         "--train-pairs", "300", "--updates", "20", "--repeats", "1", "--decode-repeats", "1",
          "--ssan-system", "narrow=--ssan-policy-dim 64", "--json", out],
         capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
@@ -48,7 +48,7 @@ def test_model_bench_toy_size(tmp_path):
         runs = result["runs"][name]
         assert len(runs["train_wps"]) == 1 and len(runs["peak_rss_mib"]) == 1
         for mode in ("gen_sps", "gen_sps_fixed_len", "score_sps"):
-            assert len(runs[mode]) == 2 and all(v > 0 for v in runs[mode])
+            assert len(runs[mode]) == 1 and all(v > 0 for v in runs[mode])
     med = result["median"]
     assert result["ratios"]["score_sps"] == med["ssan"]["score_sps"] / med["baseline"]["score_sps"]
     narrow = result["ratios_by_system"]["narrow"]

@@ -177,12 +177,28 @@ def policy_with_empty_rows(layer):
         b[C:C + d].fill_(1.0)  # k_p of head 0: all +1 -> E_p = -d < 0: head 0 selects nothing
 
 
-@pytest.mark.parametrize("empty_head", [False, True])
-def test_eval_mask_path_equals_the_explicit_selective_softmax(empty_head):
+def policy_selecting_everything(layer):
+    """Head 0 selects every pair, pad keys included as far as E_p goes (q_p = k_p = +1, so
+    E_p = d > 0): only the evaluation path's pad handling (K_p = 0 at pads) keeps pads out."""
+    with torch.no_grad():
+        w = layer.self_attn.policy_proj.weight
+        b = layer.self_attn.policy_proj.bias
+        d = C // H
+        w[:d].zero_()
+        b[:d].fill_(1.0)
+        w[C:C + d].zero_()
+        b[C:C + d].fill_(1.0)
+
+
+@pytest.mark.parametrize("policy", ["random", "empty_head", "full_head"])
+def test_eval_mask_path_equals_the_explicit_selective_softmax(policy):
     torch.manual_seed(3)
     layer = ssan_layer(config(dropout=0.1)).eval()
+    empty_head = policy == "empty_head"
     if empty_head:
         policy_with_empty_rows(layer)
+    elif policy == "full_head":
+        policy_selecting_everything(layer)
     x, pad = inputs(3)
     attn = layer.self_attn
     attn.report_statistics = True  # an evaluation forward reports only when asked
@@ -191,7 +207,9 @@ def test_eval_mask_path_equals_the_explicit_selective_softmax(empty_head):
     explicit, _ = attn(x, x, x, key_padding_mask=pad, need_weights=True)  # selective_softmax
     explicit_stats = attn.pop_selection()
     torch.testing.assert_close(fast, explicit, rtol=1e-5, atol=1e-6)
-    attn.report_statistics = None  # eval default: no record, no key counts; the same output
+    # eval default: no record, no key counts, the mask made in place in E_p with the pads out
+    # through K_p = 0 (the only thing that keeps them out of the full head); the same output
+    attn.report_statistics = None
     assert torch.equal(attn(x, x, x, key_padding_mask=pad)[0], fast)
     assert attn.pop_selection() is None
     for field in ("pairs_selected", "pairs_possible", "entropy_sum", "pair_rate", "pair_count"):

@@ -4,7 +4,9 @@
 For each sequence length T and each layer kind -- fairseq's self-attention (san), SSAN (ssan;
 ssan_native with ``--ssan-kernel native``), DiSAN naive (disan_naive), DiSAN memory-efficient (disan_blocked), Bi-BloSAN (biblosan), ReSA
 (resa) -- one training-mode forward + backward of a full encoder layer (sublayer, residual,
-layer norm, FFN of 4 x width) on a random B x T x width input without pads.
+layer norm, FFN of 4 x width) on a random B x T x width input without pads. ``--mode eval``
+times instead an evaluation-mode forward without gradient (what decoding and teacher-forced
+scoring run) on the same input with pads: every other sentence's last quarter.
 
 Every point runs in its own subprocess (``--worker``). Peak memory on CPU: the worker
 resets the kernel's peak-RSS mark (write "5" to /proc/self/clear_refs), runs the step and
@@ -71,11 +73,21 @@ def rss_kb(field: str) -> int:
     raise RuntimeError(f"{field} not in /proc/self/status")
 
 
+def padding_mask(batch: int, length: int):
+    """(B, T) bool, True at pads: every other sentence (odd rows) loses its last quarter."""
+    import torch
+
+    pad = torch.zeros(batch, length, dtype=torch.bool)
+    pad[1::2, length - length // 4:] = True
+    return pad
+
+
 def worker(kind: str, length: int, batch: int, width: int, heads: int, min_time: float,
-           measure: str) -> dict:
+           measure: str, mode: str = "train") -> dict:
     """One point. ``memory``: the extra peak RSS of one step (run with large allocations
     mmapped, so the RSS follows the live tensors). ``time``: the median time of repeated steps
-    after a warm-up step of the same length, with the default allocator (as in training)."""
+    after a warm-up step of the same length, with the default allocator (as in training).
+    ``mode``: ``train`` (forward + backward, no pads) or ``eval`` (forward, no gradient, pads)."""
     import gc
 
     import torch
@@ -84,9 +96,13 @@ def worker(kind: str, length: int, batch: int, width: int, heads: int, min_time:
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    layer = build_layer(kind, width, heads).train()
+    layer = build_layer(kind, width, heads).train(mode == "train")
 
     def step(t):
+        if mode == "eval":
+            with torch.no_grad():
+                layer(torch.randn(t, batch, width), padding_mask(batch, t))
+            return None
         x = torch.randn(t, batch, width, requires_grad=True)
         out = layer(x, None)
         loss = out.float().pow(2).mean()
@@ -98,7 +114,7 @@ def worker(kind: str, length: int, batch: int, width: int, heads: int, min_time:
         layer.zero_grad(set_to_none=True)
         return record
 
-    result = {"kind": kind, "length": length, "batch": batch, "width": width}
+    result = {"kind": kind, "length": length, "batch": batch, "width": width, "mode": mode}
     if measure == "memory":
         step(8)  # lazy initialisations
         gc.collect()
@@ -135,7 +151,7 @@ def run_point(kind, length, args):
             env["MALLOC_MMAP_THRESHOLD_"] = "65536"
         cmd = [sys.executable, __file__, "--worker", kind, str(length), "--batch", str(args.batch),
                "--width", str(args.width), "--heads", str(args.heads), "--min-time",
-               str(args.min_time), "--measure", measure]
+               str(args.min_time), "--measure", measure, "--mode", args.mode]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
         except subprocess.TimeoutExpired:
@@ -172,14 +188,14 @@ def plot(rows, path, args):
         xs = [p[0] for p in pts]
         axes[0].plot(xs, [p[1]["time_s"] * 1000 for p in pts], marker="o", ms=3, label=kind)
         axes[1].plot(xs, [p[1]["peak_mb"] for p in pts], marker="o", ms=3, label=kind)
-    axes[0].set_ylabel("forward + backward time (ms)")
+    axes[0].set_ylabel("forward + backward time (ms)" if args.mode == "train" else "eval forward time (ms)")
     axes[1].set_ylabel("peak memory of the step (MB)")
     for ax in axes:
         ax.set_xlabel("sequence length T")
         ax.set_yscale("log")
         ax.grid(alpha=0.3)
     axes[1].legend(fontsize=8)
-    fig.suptitle(f"one encoder layer, batch {args.batch}, width {args.width}, CPU, 1 thread")
+    fig.suptitle(f"one encoder layer ({args.mode}), batch {args.batch}, width {args.width}, CPU, 1 thread")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
@@ -221,6 +237,9 @@ def main():
     ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--worker", nargs=2, metavar=("KIND", "T"), help=argparse.SUPPRESS)
     ap.add_argument("--measure", choices=("time", "memory"), default="time", help=argparse.SUPPRESS)
+    ap.add_argument("--mode", choices=("train", "eval"), default="train",
+                    help="train: forward + backward without pads; eval: evaluation-mode forward "
+                         "without gradient, every other sentence padded by a quarter")
     ap.add_argument("--lengths", default="16,32,64,128,192,256,320,384")
     ap.add_argument("--kinds", default=",".join(KINDS))
     ap.add_argument("--batch", type=positive_int, default=64)
@@ -239,7 +258,7 @@ def main():
     if args.worker:
         kind, length = args.worker
         print(json.dumps(worker(kind, int(length), args.batch, args.width, args.heads, args.min_time,
-                                args.measure)))
+                                args.measure, args.mode)))
         return
 
     from tqdm import tqdm
@@ -260,7 +279,7 @@ def main():
     rows = [median_row(results) for results in runs.values()]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    fields = ["kind", "length", "batch", "width", "time_s", "peak_mb", "reps", "selection_rate", "status"]
+    fields = ["kind", "length", "batch", "width", "mode", "time_s", "peak_mb", "reps", "selection_rate", "status"]
     with open(out / "bench_encoder_layers.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         writer.writeheader()

@@ -13,9 +13,10 @@ training flags, and all of them take the same batches in turn:
 Calls on one batch run back to back (the order rotates each round), so each batch gives a
 ratio ``baseline time / system time`` (throughput relative to the baseline: words/s and
 sentences/s, the batch being the same) under one machine state. The table gives the ratio of
-the summed times with a bootstrap 95 % interval over batches. It also gives the arithmetic
-ceiling: the ratio of the floating-point operations (``torch.utils.flop_counter``) of one
-training step, i.e. the throughput ratio if time were the matrix products alone.
+the summed times with a bootstrap 95 % interval over batches. It also gives each measure's
+arithmetic ceiling: the ratio of the floating-point operations (``torch.utils.flop_counter``)
+of one training step and of one scoring forward on the first batch, i.e. the throughput ratio
+if time were the matrix products alone.
 
     python scripts/bench_steps.py runs/bench/builtin/data-bin --steps 60
     python scripts/bench_steps.py DATA --system "narrow=--ssan-policy-dim 32" --json out.json
@@ -62,12 +63,10 @@ def build_trainer(data_bin: Path, flags, max_tokens: int, seed: int):
     return Trainer(cfg, task, model, criterion)
 
 
-def training_flops(trainer, sample) -> int:
-    """Floating-point operations of one forward + backward of ``sample`` (torch's counter)."""
+def count_flops(step) -> int:
+    """Floating-point operations of ``step()`` (torch's counter)."""
     from torch.utils import flop_counter as fc
 
-    model, criterion = trainer.model, trainer.criterion
-    model.train()
     # torch counts its fused attention on GPUs only; fairseq's attention runs the CPU one
     aten = torch.ops.aten
     cpu_sdpa = {
@@ -78,18 +77,36 @@ def training_flops(trainer, sample) -> int:
     }
     counter = fc.FlopCounterMode(display=False, custom_mapping=cpu_sdpa)
     with counter:
-        loss, _, _ = criterion(model, copy.deepcopy(sample))
-        loss.backward()
-    model.zero_grad(set_to_none=True)
+        step()
     return counter.get_total_flops()
 
 
+def training_step_arithmetic(trainer, sample):
+    """One forward + backward of ``sample`` (train mode), the arithmetic of a training step."""
+    model, criterion = trainer.model, trainer.criterion
+    model.train()
+    loss, _, _ = criterion(model, copy.deepcopy(sample))
+    loss.backward()
+    model.zero_grad(set_to_none=True)
+
+
 def score_forward(model, sample):
-    """Teacher-forced scoring's arithmetic: eval forward and log-probabilities, no gradient."""
+    """Teacher-forced scoring's arithmetic: eval forward and log-probabilities, no gradient,
+    and no selection records, as in ``fairseq-generate --score-reference`` (the selective
+    criterion of a training step switches them on for validation; scoring runs with the
+    layers' default, which in evaluation makes none)."""
+    from ssan_plugin.modules.selection import selection_statistics
+
     model.eval()
-    with torch.no_grad():
+    with torch.no_grad(), selection_statistics(model, None):
         net_output = model(**sample["net_input"])
         model.get_normalized_probs(net_output, log_probs=True)
+
+
+def measure_flops(trainer, sample):
+    """{measure: floating-point operations} of one training step and one scoring forward."""
+    return {"train_step": count_flops(lambda: training_step_arithmetic(trainer, sample)),
+            "score_forward": count_flops(lambda: score_forward(trainer.model, copy.deepcopy(sample)))}
 
 
 def ratio_with_interval(base, other, rng, draws: int = 2000):
@@ -130,7 +147,7 @@ def main():
         itr = first.get_train_iterator(epoch=epoch, load_dataset=epoch == 1)
         batches.extend(b for b in itr.next_epoch_itr(shuffle=True) if b)
     batches = batches[:need]
-    flops = {name: training_flops(t, batches[0]) for name, t in trainers.items()}
+    flops = {name: measure_flops(t, batches[0]) for name, t in trainers.items()}
 
     names = list(trainers)
     times = {name: {m: [] for m in MEASURES} for name in names}
@@ -156,7 +173,8 @@ def main():
     rng = np.random.default_rng(0)
     ratios = {name: {m: ratio_with_interval(times["baseline"][m], times[name][m], rng)
                      for m in MEASURES} for name in names if name != "baseline"}
-    ceiling = {name: flops["baseline"] / flops[name] for name in names if name != "baseline"}
+    ceiling = {name: {m: flops["baseline"][m] / flops[name][m] for m in MEASURES}
+               for name in names if name != "baseline"}
     others = [n for n in names if n != "baseline"]
     print(f"\n{args.steps} batches (+{args.warmup} untimed) of up to {args.max_tokens} tokens, "
           f"{np.mean(tokens):.0f} target tokens a batch, {torch.get_num_threads()} threads; "
@@ -170,9 +188,10 @@ def main():
         ms = [f"{1e3 * np.median(times[n][m]):.1f}" for n in names]
         cells = [f"{ratios[n][m][0]:.3f} [{ratios[n][m][1]:.3f}, {ratios[n][m][2]:.3f}]" for n in others]
         print(f"| {label} | " + " | ".join(ms) + " | " + " | ".join(cells) + " |")
-    gflops = [f"{flops[n] / 1e9:.2f}" for n in names]
-    print("| training step GFLOP (first batch; ratio: the arithmetic ceiling) | " + " | ".join(gflops)
-          + " | " + " | ".join(f"{ceiling[n]:.3f}" for n in others) + " |")
+    for label, m in (("training step", "train_step"), ("scoring forward", "score_forward")):
+        gflops = [f"{flops[n][m] / 1e9:.3f}" for n in names]
+        print(f"| {label} GFLOP (first batch; ratio: the arithmetic ceiling) | "
+              + " | ".join(gflops) + " | " + " | ".join(f"{ceiling[n][m]:.3f}" for n in others) + " |")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps({

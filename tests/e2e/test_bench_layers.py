@@ -29,6 +29,26 @@ def test_layer_bench_toy_size(tmp_path):
     assert (tmp_path / "bench_encoder_layers.png").stat().st_size > 0
 
 
+def test_layer_bench_eval_mode_toy_size(tmp_path):
+    """--mode eval: an evaluation-mode forward with pads, every point measured, the mode in the
+    CSV; the pads it uses are every other sentence's last quarter."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from bench_encoder_layers import padding_mask
+
+    pad = padding_mask(3, 8)
+    assert pad.tolist() == [[False] * 8, [False] * 6 + [True] * 2, [False] * 8]
+    proc = subprocess.run(
+        [sys.executable, ROOT / "scripts" / "bench_encoder_layers.py", "--mode", "eval", "--kinds",
+         "san,ssan", "--lengths", "8", "--batch", "2", "--width", "16", "--heads", "2",
+         "--min-time", "0.01", "--out", tmp_path],
+        capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = list(csv.DictReader(open(tmp_path / "bench_encoder_layers.csv")))
+    assert sorted(r["kind"] for r in rows) == ["san", "ssan"]
+    assert all(r["status"] == "ok" and r["mode"] == "eval" and float(r["time_s"]) > 0 for r in rows)
+    assert "| ssan | 8 |" in proc.stdout
+
+
 def test_model_bench_toy_size(tmp_path):
     """scripts/bench_ssan.py on a small built-in corpus: the baseline, SSAN and an extra SSAN
     system (--ssan-system) trained, every decoding mode timed --decode-repeats times per system
@@ -91,15 +111,23 @@ def test_paired_steps_toy_size(tmp_path):
     B, T = result["flop_batch"]["src_tokens"]
     C, L = 128, 3
 
-    def policy_extra(P):
-        # per layer: the policy projection C -> 2P and the product Q_p K_p^T, forward and the two
-        # gradients of each (3x); minus the recomputed scores (q k^T) that the baseline's fused
-        # attention does again in its backward and SSAN's saved-probability backward does not
-        fwd = 2 * (B * T) * C * (2 * P) + 2 * B * T * T * P
-        return L * (3 * fwd - 2 * B * T * T * C)
+    def policy_forward(P):  # per layer: the policy projection C -> 2P and the product Q_p K_p^T
+        return 2 * (B * T) * C * (2 * P) + 2 * B * T * T * P
 
-    flops = result["flops"]
-    assert flops["ssan"] - flops["baseline"] == policy_extra(128)
-    assert flops["narrow"] - flops["baseline"] == policy_extra(32)
-    assert result["flop_ceiling"]["ssan"] == flops["baseline"] / flops["ssan"]
+    def policy_extra(P):
+        # training: the forward and the two gradients of each (3x); minus the recomputed scores
+        # (q k^T) that the baseline's fused attention does again in its backward and SSAN's
+        # saved-probability backward does not
+        return L * (3 * policy_forward(P) - 2 * B * T * T * C)
+
+    flops = {m: {n: result["flops"][n][m] for n in result["systems"]}
+             for m in ("train_step", "score_forward")}
+    train, score = flops["train_step"], flops["score_forward"]
+    assert train["ssan"] - train["baseline"] == policy_extra(128)
+    assert train["narrow"] - train["baseline"] == policy_extra(32)
+    # scoring (eval): both run torch's fused attention; SSAN adds exactly the policy's forward
+    assert score["ssan"] - score["baseline"] == L * policy_forward(128)
+    assert score["narrow"] - score["baseline"] == L * policy_forward(32)
+    for m in ("train_step", "score_forward"):
+        assert result["flop_ceiling"]["ssan"][m] == flops[m]["baseline"] / flops[m]["ssan"]
     assert "| training step |" in proc.stdout and "| teacher-forced scoring forward |" in proc.stdout

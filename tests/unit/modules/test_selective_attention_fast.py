@@ -164,30 +164,28 @@ def test_pad_positions_get_no_gradient_from_the_statistics(rate_gradient):
     assert x.grad[~at_pads].abs().min() > 0
 
 
-def policy_with_empty_rows(layer):
-    """Head 0 selects nothing (q_p = -1, k_p = +1, so E_p = -d for every pair); the other
-    heads keep their random policy."""
+def set_head0_policy(layer, q_p: float, k_p: float):
+    """Head 0's policy made constant (q_p and k_p filled with the given values, so
+    E_p = d q_p k_p for every pair); the other heads keep their random policy."""
     with torch.no_grad():
         w = layer.self_attn.policy_proj.weight
         b = layer.self_attn.policy_proj.bias
         d = C // H
         w[:d].zero_()
-        b[:d].fill_(-1.0)  # q_p of head 0: all -1
+        b[:d].fill_(q_p)
         w[C:C + d].zero_()
-        b[C:C + d].fill_(1.0)  # k_p of head 0: all +1 -> E_p = -d < 0: head 0 selects nothing
+        b[C:C + d].fill_(k_p)
+
+
+def policy_with_empty_rows(layer):
+    """Head 0 selects nothing: E_p = -d for every pair."""
+    set_head0_policy(layer, -1.0, 1.0)
 
 
 def policy_selecting_everything(layer):
-    """Head 0 selects every pair, pad keys included as far as E_p goes (q_p = k_p = +1, so
-    E_p = d > 0): only the evaluation path's pad handling (K_p = 0 at pads) keeps pads out."""
-    with torch.no_grad():
-        w = layer.self_attn.policy_proj.weight
-        b = layer.self_attn.policy_proj.bias
-        d = C // H
-        w[:d].zero_()
-        b[:d].fill_(1.0)
-        w[C:C + d].zero_()
-        b[C:C + d].fill_(1.0)
+    """Head 0 selects every pair, pad keys included as far as E_p goes (E_p = d > 0): only the
+    evaluation path's pad handling (K_p = 0 at pads) keeps pads out."""
+    set_head0_policy(layer, 1.0, 1.0)
 
 
 @pytest.mark.parametrize("policy", ["random", "empty_head", "full_head"])

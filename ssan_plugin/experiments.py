@@ -74,6 +74,7 @@ class System:
     flags: List[str] = field(default_factory=list)
     warm_from: Optional[str] = None  # a system of the same study (its checkpoint_base.pt)
     pairs: Optional[List[str]] = None  # None: every pair of the study
+    seeds: Optional[List[int]] = None  # None: every seed of the study and pair
 
 
 @dataclass
@@ -82,6 +83,16 @@ class Study:
     pairs: List[str]
     systems: List[str]  # the first is the baseline (compared against, warm-start source)
     flags: List[str] = field(default_factory=list)
+    # None: the plan's seeds; a list: these seeds for every pair; {pair: [seeds]}: per pair
+    # (a pair not named keeps the plan's seeds)
+    seeds: Optional[object] = None
+
+    def seeds_for(self, pair: str, default: List[int]) -> List[int]:
+        if self.seeds is None:
+            return list(default)
+        if isinstance(self.seeds, dict):
+            return list(self.seeds.get(pair, default))
+        return list(self.seeds)
 
 
 @dataclass
@@ -140,16 +151,44 @@ class Plan:
                                         f"is {study.systems[0]!r}")
             if self.systems[study.systems[0]].warm_from is not None:
                 raise PipelineError(f"{path}: study {study.name!r}'s baseline cannot warm-start")
+            seeds = study.seeds if isinstance(study.seeds, dict) else {None: study.seeds}
+            for pair, listed in seeds.items():
+                if pair is not None and pair not in study.pairs:
+                    raise PipelineError(f"{path}: study {study.name!r} lists seeds for pair "
+                                        f"{pair!r}, which it does not run")
+                if listed is not None and (not isinstance(listed, list) or not listed or not all(
+                        isinstance(x, int) and not isinstance(x, bool) for x in listed)):
+                    raise PipelineError(f"{path}: study {study.name!r}: seeds must be a "
+                                        f"non-empty list of integers, got {listed!r}")
+        for system in self.systems.values():
+            if system.seeds is not None and (not isinstance(system.seeds, list) or not all(
+                    isinstance(x, int) and not isinstance(x, bool) for x in system.seeds)):
+                raise PipelineError(f"{path}: system {system.name!r}: seeds must be a list of "
+                                    f"integers, got {system.seeds!r}")
+
+    def all_seeds(self) -> List[int]:
+        """Every seed any study runs, ascending."""
+        seeds = set(self.seeds)
+        for study in self.studies:
+            for pair in study.pairs:
+                seeds.update(study.seeds_for(pair, self.seeds))
+        return sorted(seeds)
+
+    def planned(self, study: "Study", pair: str, system: "System", seed: int) -> bool:
+        """Whether the plan runs ``system`` on ``pair`` with ``seed`` in ``study``."""
+        return (seed in study.seeds_for(pair, self.seeds)
+                and (system.pairs is None or pair in system.pairs)
+                and (system.seeds is None or seed in system.seeds))
 
     def runs(self) -> List["Run"]:
         """Every run, in execution order: seed, study, pair, system (baseline first)."""
         out = []
-        for seed in self.seeds:
+        for seed in self.all_seeds():
             for study in self.studies:
                 for pair in study.pairs:
                     for name in study.systems:
                         system = self.systems[name]
-                        if system.pairs is None or pair in system.pairs:
+                        if self.planned(study, pair, system, seed):
                             out.append(Run(study=study, pair=self.pairs[pair], system=system,
                                            seed=seed))
         return out
@@ -363,9 +402,9 @@ class Runner:
         """Rewrite the study's table for ``pair`` from every decoded run (baseline first)."""
         hyps = []
         for name in study.systems:
-            for seed in self.plan.seeds:
+            for seed in self.plan.all_seeds():
                 run = Run(study=study, pair=pair, system=self.plan.systems[name], seed=seed)
-                if run.system.pairs is not None and pair.name not in run.system.pairs:
+                if not self.plan.planned(study, pair.name, run.system, seed):
                     continue
                 hyp = self.decoded(run)
                 if hyp is not None:

@@ -2,9 +2,15 @@
 
 A system named ``GROUP@SEED`` (``ssan@1``, ``ssan@2``) belongs to group ``GROUP``; a name
 without ``@`` is a group of one. Groups keep the order of their first system, and the first
-group is the baseline that the others are compared with (``significance.paired_bootstrap``
-with one statistics array per seed: the same test items resampled for every seed, seed-mean
-scores compared). Used by ``evaluate_bleu.py`` (translation.comparison), ``evaluate_srl.py``
+group is the baseline that the others are compared with. Two tests per group:
+
+- the verdict, ``significance.seed_level_test`` (seeds and test items resampled; needs two
+  seeds or more per group), with Holm's correction over the groups one table compares;
+- a description of these seeds, ``significance.paired_bootstrap`` with one statistics array
+  per seed (test items resampled, the same for every seed, seeds held fixed): the
+  sentence-level p, labelled as such.
+
+Used by ``evaluate_bleu.py`` (translation.comparison), ``evaluate_srl.py``
 (srl.compare) and ``evaluate_pairs.py`` (pairs.evaluate).
 """
 
@@ -14,7 +20,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .cli import InputError
-from .significance import PairedResult, ScoreFn, paired_bootstrap
+from .significance import (PairedResult, ScoreFn, SeedLevelResult, holm, paired_bootstrap,
+                           seed_level_test)
 
 
 class SeedGroupError(InputError, ValueError):
@@ -79,10 +86,14 @@ def same_seed_baseline(names: Sequence[str]) -> List[int]:
 @dataclass
 class PooledGroup:
     """One group of seeds: its name, the indices of its systems and, for every group after the
-    first, ``test``: the paired bootstrap of its seed-mean score against the first group's."""
+    first, against the first group: ``test``, the sentence-level pooled bootstrap (seeds held
+    fixed); ``seed_level``, the seed-level test (None when a group has fewer than two seeds);
+    ``p_holm``, the seed-level p after Holm's correction over every group of the table."""
     name: str
     members: List[int]
     test: Optional[PairedResult] = None
+    seed_level: Optional[SeedLevelResult] = None
+    p_holm: Optional[float] = None
 
 
 def pooled_groups(names: Sequence[str], stats: Sequence, score: ScoreFn, n_samples: int,
@@ -92,12 +103,79 @@ def pooled_groups(names: Sequence[str], stats: Sequence, score: ScoreFn, n_sampl
     statistics to the corpus score."""
     groups: List[PooledGroup] = []
     for name, members in group_order(names).items():
-        test = None
+        group = PooledGroup(name=name, members=members)
         if groups:
-            test = paired_bootstrap([stats[i] for i in groups[0].members],
-                                    [stats[i] for i in members], score, n_samples, seed)
-        groups.append(PooledGroup(name=name, members=members, test=test))
+            base = groups[0].members
+            group.test = paired_bootstrap([stats[i] for i in base], [stats[i] for i in members],
+                                          score, n_samples, seed)
+            if len(base) >= 2 and len(members) >= 2:
+                group.seed_level = seed_level_test(
+                    [stats[i] for i in base], [stats[i] for i in members], score,
+                    [parse_member(names[i]).seed for i in base],
+                    [parse_member(names[i]).seed for i in members], n_samples, seed)
+        groups.append(group)
+    tested = [g for g in groups if g.seed_level is not None]
+    for group, adjusted in zip(tested, holm([g.seed_level.p_value for g in tested])):
+        group.p_holm = adjusted
     return groups
+
+
+def seed_level_entry(group: PooledGroup) -> dict:
+    """A group's seed-level test as a JSON-ready dict (empty when it has none): ``delta``,
+    ``ci``, ``p``, ``p_holm``, ``paired``, ``per_seed`` deltas, ``same_sign``, ``se`` and its
+    parts, ``df``."""
+    if group.seed_level is None:
+        return {}
+    return dict(group.seed_level.to_json(), p_holm=group.p_holm)
+
+
+def verdict(entry: dict, alpha: float = 0.05, higher_is_better: bool = True) -> str:
+    """A group's seed-level entry in words: 'better' / 'worse' when the Holm-corrected p is
+    below ``alpha``, 'no difference shown' otherwise, 'too few seeds' without a test."""
+    if not entry:
+        return "too few seeds"
+    if entry["p_holm"] < alpha:
+        return "better" if (entry["delta"] > 0) == higher_is_better else "worse"
+    return "no difference shown"
+
+
+def seed_level_cells(entry: dict, digits: int = 2) -> List[str]:
+    """Table cells of a seed-level entry: Δ [95 % interval], p, p Holm, per-seed Δ, same sign
+    (dashes when the groups have too few seeds for the test)."""
+    if not entry:
+        return ["too few seeds", "—", "—", "", ""]
+    low, high = entry["ci"]
+    delta = f"{entry['delta']:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
+    p_holm = "—" if entry.get("p_holm") is None else f"{entry['p_holm']:.3g}"
+    if entry["per_seed"] is None:
+        return [delta, f"{entry['p']:.3g}", p_holm, "unpaired", ""]
+    return [delta, f"{entry['p']:.3g}", p_holm,
+            " ".join(f"{d:+.{digits}f}" for d in entry["per_seed"]),
+            f"{entry['same_sign']}/{len(entry['per_seed'])}"]
+
+
+GROUP_TABLE_HEAD = ("| group | seeds | mean {metric} ± sd | Δ vs {base} [95% seed-level interval] | "
+                    "p (seeds) | p (Holm) | per-seed Δ | same sign | verdict | "
+                    "p (sentences, seeds fixed) |")
+
+
+def group_table(groups: Sequence[dict], metric: str, mean_std_of, digits: int = 2) -> str:
+    """Markdown: each group's mean ± sd over seeds and, against the first group, the seed-level
+    test (the verdict) and, labelled, the sentence-level p of the pooled bootstrap. ``groups``:
+    entries with ``name``, ``n_seeds``, ``seed_level``, ``verdict``, ``p_value``, ``identical``;
+    ``mean_std_of(entry) -> (mean, sd)``."""
+    rows = [GROUP_TABLE_HEAD.format(metric=metric, base=groups[0]["name"]),
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    for k, g in enumerate(groups):
+        mean, sd = mean_std_of(g)
+        head = f"| {g['name']} | {g['n_seeds']} | {mean:.{digits}f} ± {sd:.{digits}f} |"
+        if k == 0:
+            rows.append(head + " (baseline) | | | | | | |")
+            continue
+        sentence_p = "identical" if g.get("identical") else f"{g['p_value']:.4f}"
+        rows.append(head + " " + " | ".join(seed_level_cells(g.get("seed_level") or {}, digits))
+                    + f" | {g.get('verdict', '')} | {sentence_p} |")
+    return "\n".join(rows)
 
 
 def mean_std(values: Sequence[float]) -> Tuple[float, float]:

@@ -17,8 +17,10 @@ Seeds pooled: systems named ``GROUP@SEED`` (e.g. ``ssan@1``) form groups (a name
 is a group of its own). The JSON then adds ``groups``: per group ``name``, ``n_seeds``,
 ``systems``, the ``mean`` and ``std`` (sample standard deviation; 0 for one seed) over its
 seeds of accuracy, macro F1, Pearson, Spearman and MSE (those its members have), and for every
-group after the first a ``comparison`` against the first: the seed-averaged metric compared by
-a paired bootstrap that draws the same pairs for every seed (``metrics.compare_groups``).
+group after the first a ``comparison`` against the first: per metric the seed-level test
+(``seed_level``, the verdict, Holm-corrected over every group and metric) and the seed-averaged
+metric compared by a paired bootstrap that draws the same pairs for every seed, seeds held
+fixed (``p_value``, a sentence-level p; ``metrics.compare_groups``).
 """
 
 import json
@@ -31,7 +33,8 @@ import torch
 from fairseq import checkpoint_utils, utils
 
 from ..cli import InputError, check_input_dir, check_output_file, load_checkpoint, read_text
-from ..seed_groups import group_order, has_groups
+from ..seed_groups import group_order, has_groups, parse_member, seed_level_cells, verdict
+from ..significance import holm
 from . import datadir
 from .corpus import LABELS
 from .metrics import compare, compare_groups, system_metrics
@@ -169,8 +172,17 @@ def _groups(result: dict, gold_columns, columns: Dict[str, dict], bootstrap_samp
             first = entries[0]
             entry["comparison"] = {"against": first["name"], **compare_groups(
                 gold_columns, [columns[m] for m in first["systems"]],
-                [columns[m] for m in members], bootstrap_samples, seed)}
+                [columns[m] for m in members], bootstrap_samples, seed,
+                [parse_member(m).seed for m in first["systems"]],
+                [parse_member(m).seed for m in members])}
         entries.append(entry)
+    # Holm over every seed-level comparison the table reports (groups x metrics)
+    tested = [(metric, test["seed_level"]) for e in entries[1:]
+              for metric, test in e["comparison"].items()
+              if metric != "against" and "seed_level" in test]
+    for (metric, test), adjusted in zip(tested, holm([t["p"] for _, t in tested])):
+        test["p_holm"] = adjusted
+        test["verdict"] = verdict(test, higher_is_better=metric != "mse")
     return entries
 
 
@@ -299,13 +311,22 @@ def report(result: dict) -> str:
                      f"{cell(ent.get('macro_f1'))} | {cell(rel.get('pearson'), 'pearson', '{:.4f}')} | "
                      f"{cell(rel.get('spearman'), None, '{:.4f}')} | {cell(rel.get('mse'), 'mse', '{:.4f}')} |")
     if result.get("groups"):
-        lines += ["", "| group | seeds | metric | mean ± sd | Δ vs first (seeds pooled) | p |",
-                  "|---|---|---|---|---|---|"]
+        lines += ["", "Seed groups against the first (verdict: the seed-level test, Holm over "
+                      "every group and metric; the last column describes these seeds only):",
+                  "", "| group | seeds | metric | mean ± sd | Δ [95% seed-level interval] | "
+                      "p (seeds) | p (Holm) | per-seed Δ | same sign | verdict | "
+                      "p (sentences, seeds fixed) |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
         for group in result["groups"]:
             test = group.get("comparison", {})
             for metric, mean in group["mean"].items():
-                delta = f"{test[metric]['delta']:+.4g}" if metric in test else ""
-                p = f"{test[metric]['p_value']:.3g}" if metric in test else ""
+                cells = ["", "", "", "", "", "", ""]
+                if metric in test:
+                    seed_level = test[metric].get("seed_level") or {}
+                    cells = seed_level_cells(seed_level, 4) + [
+                        seed_level.get("verdict", verdict(seed_level)),
+                        f"{test[metric]['p_value']:.3g}"]
                 lines.append(f"| {group['name']} | {group['n_seeds']} | {metric} | "
-                             f"{mean:.4g} ± {group['std'][metric]:.2g} | {delta} | {p} |")
+                             f"{mean:.4g} ± {group['std'][metric]:.2g} | " + " | ".join(cells)
+                             + " |")
     return "\n".join(lines) + "\n"

@@ -123,18 +123,29 @@ def paired_test(baseline_stats, system_stats, score, n_samples: int, seed: int) 
 
 def compare_groups(gold: Dict[str, list], baseline: List[Dict[str, list]],
                    system: List[Dict[str, list]], n_samples: int = 1000,
-                   seed: int = 12345) -> Dict[str, dict]:
+                   seed: int = 12345, baseline_seeds: Optional[Sequence[str]] = None,
+                   system_seeds: Optional[Sequence[str]] = None) -> Dict[str, dict]:
     """{metric: test result} for each metric every member has: the seed-averaged metric of
     the ``system`` group against the ``baseline`` group's, each resample drawing the same
-    pairs for every seed (``significance.paired_bootstrap`` with seeds pooled). Members map
-    ``label`` and ``score`` to per-pair lists (None when a model has no such head)."""
+    pairs for every seed (``significance.paired_bootstrap`` with seeds pooled: a
+    sentence-level p, seeds held fixed). With the seed names of both groups and two seeds or
+    more a side, each result also has ``seed_level``: the seed-level test
+    (``significance.seed_level_test``; ``p_holm`` is left to the caller, who knows the
+    table). Members map ``label`` and ``score`` to per-pair lists (None when a model has no
+    such head)."""
+    from ..significance import seed_level_test
+
     out = {}
     for metric, (head, stats, score) in TESTED.items():
         if any(member.get(head) is None for member in baseline + system):
             continue
-        out[metric] = paired_test([stats(gold[head], m[head]) for m in baseline],
-                                  [stats(gold[head], m[head]) for m in system],
-                                  score, n_samples, seed)
+        base_stats = [stats(gold[head], m[head]) for m in baseline]
+        sys_stats = [stats(gold[head], m[head]) for m in system]
+        out[metric] = paired_test(base_stats, sys_stats, score, n_samples, seed)
+        if baseline_seeds is not None and min(len(baseline), len(system)) >= 2:
+            out[metric]["seed_level"] = seed_level_test(
+                base_stats, sys_stats, score, baseline_seeds, system_seeds, n_samples,
+                seed).to_json()
     return out
 
 

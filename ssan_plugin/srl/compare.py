@@ -329,8 +329,10 @@ def pooled_groups(scored: Sequence[SystemScore], n_samples: int, seed: int) -> L
     """Seeds pooled (``ssan_plugin.seed_groups``): per group ``name``, ``systems``,
     ``n_seeds``, ``mean`` and ``std`` (sample standard deviation, 0 for one seed) of
     precision, recall and F1 over its seeds; each group after the first also ``delta`` (mean
-    F1 minus the first group's) and ``p_value``: the paired bootstrap over sentences of the
-    seed-mean F1, the same resampled sentences for every seed."""
+    F1 minus the first group's), ``p_value``: the paired bootstrap over sentences of the
+    seed-mean F1, the same resampled sentences for every seed, seeds held fixed (a
+    sentence-level p), and the verdict: ``seed_level`` (``seed_groups.seed_level_entry``, F1,
+    Holm over the groups) and ``verdict``."""
     names = [s.name for s in scored]
     groups = seed_groups.pooled_groups(names, [s.stats for s in scored], f1_score, n_samples,
                                        seed)
@@ -345,6 +347,8 @@ def pooled_groups(scored: Sequence[SystemScore], n_samples: int, seed: int) -> L
         if group.test is not None:
             entry.update(compared_with=groups[0].name, delta=group.test.delta,
                          p_value=group.test.p_value, identical=group.test.identical)
+            entry["seed_level"] = seed_groups.seed_level_entry(group)
+            entry["verdict"] = seed_groups.verdict(entry["seed_level"])
         entries.append(entry)
     return entries
 
@@ -370,7 +374,9 @@ def markdown(report: dict) -> str:
              f"{report['gold_arguments']} gold arguments (V excluded); p: "
              f"{report['significance']['convention']} "
              f"({report['significance']['samples']} resamples)", "",
-             "| system | P | R | F1 | Δ F1 | vs | p-value | correct | excess | missed |",
+             f"| system | P | R | F1 | Δ F1 | vs | "
+             f"{'p (sentences, this seed)' if report.get('groups') else 'p-value'} | correct | "
+             f"excess | missed |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for k, s in enumerate(systems):
         delta = "(baseline)" if k == 0 else f"{s['delta']:+.2f}"
@@ -380,16 +386,11 @@ def markdown(report: dict) -> str:
                      f"{s['f1']:.2f} | {delta} | {vs} | {p} | {s['correct']} | {s['excess']} | "
                      f"{s['missed']} |")
     if report.get("groups"):
-        lines += ["", "Seeds pooled (mean ± sd over seeds; p: paired bootstrap of the seed-mean "
-                      "F1 against the first group):", "",
-                  "| group | seeds | P | R | F1 | Δ F1 | p-value |", "|---|---|---|---|---|---|---|"]
-        for k, g in enumerate(report["groups"]):
-            mean, std = g["mean"], g["std"]
-            delta = "(baseline)" if k == 0 else f"{g['delta']:+.2f}"
-            p = "" if k == 0 else _p_cell(g)
-            lines.append(f"| {g['name']} | {g['n_seeds']} | {mean['precision']:.2f} | "
-                         f"{mean['recall']:.2f} | {mean['f1']:.2f} ± {std['f1']:.2f} | {delta} | "
-                         f"{p} |")
+        lines += ["", "Seed groups (mean ± sd over seeds; the verdict is the seed-level test, "
+                      "Holm-corrected over the groups; the last column describes these seeds "
+                      "only):", "",
+                  seed_groups.group_table(report["groups"], "F1",
+                                          lambda g: (g["mean"]["f1"], g["std"]["f1"]))]
     labels = sorted({label for s in systems for label in s["per_label"]})
     if labels:
         gold_n = {}

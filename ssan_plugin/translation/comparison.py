@@ -2,10 +2,11 @@
 
 - Groups (``ssan_plugin.seed_groups``): a system named ``GROUP@SEED`` (``ssan@1``, ``ssan@2``)
   belongs to group ``GROUP``; the first group is the baseline. Each group gets its seed-mean
-  BLEU and standard deviation, and against the baseline group a delta and the pooled paired
-  bootstrap p-value
+  BLEU and standard deviation, and against the baseline group the seed-level test (the
+  verdict: ``significance.seed_level_test``, Holm-corrected over the groups) and, labelled as
+  sentence-level, the pooled paired bootstrap p-value of these seeds
   (``significance.paired_bootstrap`` with one statistics array per seed: the same sentence ids
-  for every seed, seed-averaged corpus BLEU compared).
+  for every seed, seed-averaged corpus BLEU compared, seeds held fixed).
 - Length buckets: source sentences by their number of whitespace-separated words, buckets
   1-10, 11-20, 21-30, 31-40, 41+ (an empty source counts in the first bucket); BLEU per bucket
   is the corpus BLEU of the sentences in it (sums of sacrebleu's statistics), not a mean of
@@ -28,8 +29,10 @@ def pooled_groups(names: Sequence[str], stats: Sequence[np.ndarray], score: Scor
                   n_samples: int, seed: int) -> List[dict]:
     """One entry per group: ``name``, ``systems``, ``n_seeds``, ``mean_bleu``, ``std_bleu``
     (sample standard deviation over seeds, 0 for one seed), and for groups after the first,
-    ``delta``, ``p_value`` and ``identical`` against the first group (pooled paired
-    bootstrap, ``seed_groups.pooled_groups``)."""
+    against the first group: ``delta``, ``p_value`` (sentence-level: the pooled paired
+    bootstrap, seeds held fixed) and ``identical``; ``seed_level``
+    (``seed_groups.seed_level_entry``; empty with fewer than two seeds a side) and ``verdict``
+    (``seed_groups.verdict``)."""
     entries = []
     for group in seed_groups.pooled_groups(names, stats, score, n_samples, seed):
         mean, std = seed_groups.mean_std([score(stats[i].sum(0)) for i in group.members])
@@ -38,6 +41,8 @@ def pooled_groups(names: Sequence[str], stats: Sequence[np.ndarray], score: Scor
         if group.test is not None:
             entry.update(delta=group.test.delta, p_value=group.test.p_value,
                          identical=group.test.identical)
+            entry["seed_level"] = seed_groups.seed_level_entry(group)
+            entry["verdict"] = seed_groups.verdict(entry["seed_level"])
         entries.append(entry)
     return entries
 

@@ -15,8 +15,9 @@ sentencepiece (``SentencePieceProcessor.decode_pieces``), detokenises as the man
   default, or approximate randomisation; two-sided, ties counted, so identical outputs get
   p = 1), BLEU's 95% bootstrap interval, delta, p-value and whether the outputs are identical;
   with seeds named ``GROUP@SEED``, each system against the baseline group's system of the same
-  seed, and per group the seed mean, standard deviation and a pooled paired bootstrap
-  (``comparison``);
+  seed (a sentence-level p: it describes that seed), and per group the seed mean, standard
+  deviation, the seed-level test with Holm's correction (the verdict) and the pooled
+  sentence-level bootstrap (``comparison``);
 - ``by_length``: BLEU per source-length bucket (words: 1-10, ..., 41+) and a PNG, when the
   raw source is known (``source``, or the data-bin's recorded raw input, unchanged);
 - ``tok_bleu_compound_split`` (German targets only): tokenised BLEU with hyphenated compounds
@@ -280,8 +281,11 @@ def evaluate(cfg: EvalConfig) -> dict:
               "systems": systems}
     if grouped:
         report["groups"] = pooled_groups(names, stats, score, n_bs, DEFAULT_SEED)
-        significance["groups"] = ("pooled paired bootstrap: the same resampled sentence ids "
-                                  "for every seed, seed-mean corpus BLEU compared")
+        significance["groups"] = (
+            "verdict: seed-level test (seeds with replacement, paired by seed, and one sentence "
+            "multiset per resample; standard error corrected for the seed count, Student t on "
+            "Welch-Satterthwaite df; Holm over the groups); p (sentences): pooled paired "
+            "bootstrap, the same resampled sentence ids for every seed, seeds held fixed")
     if sources is not None:
         report["source"] = source_origin
     if cfg.json_out:
@@ -326,7 +330,9 @@ def _p_cell(s: dict) -> str:
 def markdown_table(report: dict, notes: Optional[dict] = None) -> str:
     """The systems table; then, when present, the seed-pooled groups and BLEU by length."""
     split = any("tok_bleu_compound_split" in s for s in report["systems"])
-    head = "| system | BLEU ± 95% CI | Δ | vs | p-value | chrF | tok BLEU |"
+    seeds = bool(report.get("groups"))
+    p_head = "p (sentences, this seed)" if seeds else "p-value"
+    head = f"| system | BLEU ± 95% CI | Δ | vs | {p_head} | chrF | tok BLEU |"
     rule = "|---|---|---|---|---|---|---|"
     if split:
         head += " tok BLEU, compound split ##AT## |"
@@ -344,13 +350,10 @@ def markdown_table(report: dict, notes: Optional[dict] = None) -> str:
         rows.append(row + f" {s['n']} | {_fmt(s.get('sent_per_s'), '.1f')} |")
     lines = rows
     if report.get("groups"):
-        lines += ["", "| group | seeds | mean BLEU ± std | Δ vs first group | p (pooled) |",
-                  "|---|---|---|---|---|"]
-        for k, g in enumerate(report["groups"]):
-            delta = "(baseline)" if k == 0 else f"{g['delta']:+.2f}"
-            p = "" if k == 0 else _p_cell(g)
-            lines.append(f"| {g['name']} | {g['n_seeds']} | {g['mean_bleu']:.2f} ± "
-                         f"{g['std_bleu']:.2f} | {delta} | {p} |")
+        from ..seed_groups import group_table
+
+        lines += ["", group_table(report["groups"], "BLEU",
+                                  lambda g: (g["mean_bleu"], g["std_bleu"]))]
     if report["systems"] and "by_length" in report["systems"][0]:
         from .comparison import bucket_label
 

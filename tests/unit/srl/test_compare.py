@@ -383,13 +383,24 @@ def test_seeds_pooled_against_direct_bootstrap(files, tmp_path):
                               f1_score, n_samples=200, seed=3)
     assert ssan["delta"] == pytest.approx(direct.delta) == pytest.approx(ssan["mean"]["f1"] - san["mean"]["f1"])
     assert ssan["p_value"] == direct.p_value and ssan["compared_with"] == "san"
-    assert "Seeds pooled" in markdown(report) and "| ssan | 2 |" in markdown(report)
+    assert "Seed groups" in markdown(report) and "| ssan | 2 |" in markdown(report)
+    # the verdict: the seed-level test on the same statistics, Holm over one group = itself
+    from ssan_plugin.significance import seed_level_test
+
+    seed_level = seed_level_test([stats["san@1"], stats["san@2"]],
+                                 [stats["ssan@2"], stats["ssan@1"]], f1_score, ["1", "2"],
+                                 ["2", "1"], n_samples=200, seed=3)  # paired by seed name
+    assert ssan["seed_level"]["p"] == pytest.approx(seed_level.p_value)
+    assert ssan["seed_level"]["per_seed"] == pytest.approx(seed_level.per_seed)
+    assert ssan["seed_level"]["p_holm"] == ssan["seed_level"]["p"]
+    assert ssan["verdict"] == ("no difference shown" if seed_level.p_value >= 0.05 else "better")
 
     one = compare_props(g, [("san@1", str(files["bad"])), ("ssan@1", str(files["good"]))],
                         n_samples=200, seed=3)
     plain = compare_props(g, [("san", str(files["bad"])), ("ssan", str(files["good"]))],
                           n_samples=200, seed=3)
     assert one["groups"][1]["p_value"] == plain["systems"][1]["p_value"]
+    assert one["groups"][1]["seed_level"] == {} and one["groups"][1]["verdict"] == "too few seeds"
     assert "groups" not in plain
     with pytest.raises(CompareError, match="mixes a system without a seed"):
         compare_props(g, [("san", str(files["bad"])), ("san@1", str(files["good"]))])

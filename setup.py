@@ -29,6 +29,7 @@ setup(
     install_requires=[
         "torch>=2.6",  # weights_only loading by default, torch.serialization.add_safe_globals
         "numpy>=1.21.3",
+        "scipy>=1.10",  # Student t of the seed-level test (ssan_plugin.significance)
         "omegaconf>=2.1,<2.4",
         "tqdm>=4.27",
         "sacrebleu>=2.2,<3",  # sacrebleu.significance.PairedTest, signatures of 2.x
@@ -41,6 +42,7 @@ setup(
     extras_require={
         "tensorboard": ["tensorboard>=2.14,<3"],  # fairseq-train --tensorboard-logdir
         "bench": ["matplotlib>=3.7"],  # scripts/bench_encoder_layers.py plots
+        "aso": ["deepsig>=1.2.8,<2"],  # evaluate_bleu.py --aso: Almost Stochastic Order over seeds
         "test": ["pytest>=8", "pytest-xdist>=3.5", "tensorboard>=2.14,<3"],
     },
 )

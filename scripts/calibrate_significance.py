@@ -7,6 +7,14 @@ bootstrap and paired approximate randomisation, the share with p < --alpha (BLEU
 13a unless --tokenize). A calibrated test gives about --alpha.
 
     scripts/calibrate_significance.py --ref test.de --hyp base.de --hyp ssan.de --json out.json
+
+--seed-level: the same question for the seed-level test, from one system's own seeds (four or
+more --hyp files, each a seed of the same system): each null resamples the test sentences and
+splits the seeds into two disjoint groups (--group-size each, default half), so both groups
+come from one system; reports the seed-level test's rejection rate and, on the same nulls, the
+pooled sentence-level bootstrap's.
+
+    scripts/calibrate_significance.py --seed-level --ref test.tgt --hyp ssan@1.tgt ... --hyp ssan@5.tgt
 """
 
 import argparse
@@ -24,7 +32,12 @@ def parse_args(argv=None):
     ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ref", required=True, metavar="FILE")
     ap.add_argument("--hyp", required=True, action="append", metavar="FILE",
-                    help="exactly two hypothesis files of the --ref test set")
+                    help="two hypothesis files of the --ref test set (with --seed-level: four "
+                         "or more, the seeds of one system)")
+    ap.add_argument("--seed-level", action="store_true",
+                    help="calibrate the seed-level test from one system's seeds")
+    ap.add_argument("--group-size", type=positive_int, default=None,
+                    help="--seed-level: seeds per group (default: half the files)")
     ap.add_argument("--tokenize", default="13a", help="sacrebleu tokeniser (default 13a)")
     ap.add_argument("--nulls", type=positive_int, default=200, help="null system pairs")
     ap.add_argument("--samples", type=positive_int, default=1000,
@@ -32,7 +45,15 @@ def parse_args(argv=None):
     ap.add_argument("--alpha", type=float_arg(0.0, 1.0, lo_open=True, hi_open=True), default=0.05)
     ap.add_argument("--json", dest="json_out", metavar="OUT")
     args = ap.parse_args(argv)
-    if len(args.hyp) != 2:
+    if args.seed_level:
+        if len(args.hyp) < 4:
+            ap.error(f"--seed-level: give four or more --hyp files (seeds of one system), got "
+                     f"{len(args.hyp)}")
+        size = args.group_size or len(args.hyp) // 2
+        if size < 2 or 2 * size > len(args.hyp):
+            ap.error(f"--group-size {size}: two disjoint groups of at least 2 seeds need "
+                     f"2 x {size} <= {len(args.hyp)} files")
+    elif len(args.hyp) != 2:
         ap.error(f"--hyp: give exactly two files, got {len(args.hyp)}")
     return args
 
@@ -52,17 +73,34 @@ def main(argv=None):
     score = sacrebleu_score_fn(bleu)
     result = {"n_sentences": len(refs), "nulls": args.nulls, "samples": args.samples,
               "alpha": args.alpha, "bleu": [score(s.sum(0)) for s in stats], "rejection_rate": {}}
+    if args.seed_level:
+        from ssan_plugin.significance import seed_level_null_rates
+
+        result["seed_level"] = True
+        result["group_size"] = args.group_size or len(stats) // 2
+        result["rejection_rate"] = seed_level_null_rates(
+            stats, score, result["group_size"], args.nulls, args.samples, args.alpha)
+        for test, rate in result["rejection_rate"].items():
+            print(f"{test}: p < {args.alpha} in {rate:.1%} of {args.nulls} nulls (two groups "
+                  f"of {result['group_size']} of {len(stats)} seeds, {len(refs)} sentences "
+                  f"resampled each time)")
+        _write(args, result)
+        return 0
     for test in tqdm(("bootstrap", "randomization"), desc="calibration", unit=" tests"):
         result["rejection_rate"][test] = null_rejection_rate(
             stats[0], stats[1], score, test, args.nulls, args.samples, args.alpha)
     for test, rate in result["rejection_rate"].items():
         print(f"{test}: p < {args.alpha} in {rate:.1%} of {args.nulls} null pairs "
               f"({len(refs)} sentences, {args.samples} samples each)")
+    _write(args, result)
+    return 0
+
+
+def _write(args, result):
     if args.json_out:
         with open(args.json_out, "w", encoding="utf-8") as f:
             json.dump(result, f, indent=2)
             f.write("\n")
-    return 0
 
 
 if __name__ == "__main__":

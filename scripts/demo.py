@@ -48,7 +48,14 @@ SYSTEMS = {
     "ssan": ["--arch", "ssan_transformer_small", "--criterion", "selective_label_smoothed_cross_entropy"],
 }
 BEAM = 5
+BUILTIN_MAX_LEN = {"max_len_a": 1.0, "max_len_b": 10}  # built-in corpus: targets shorter than sources
 TAIL = 30  # lines of a failed phase's log shown on the screen
+# Committed seeds of this recipe (the runner's plan examples/stability/demo_plan.json; its
+# archive): the demo's system -> the plan's system trained exactly as the demo trains it
+SPREAD_PLAN = ROOT / "examples" / "stability" / "demo_plan.json"
+SPREAD_SYSTEMS = {"baseline": "baseline", "ssan": "ssan"}
+# What make demo printed with this recipe on a fresh checkout, shown in the README
+README_RUN = ROOT / "examples" / "stability" / "demo_run.json"
 MARKER = ".ssan_demo"  # marks OUT as the demo's own directory (what --fresh may delete)
 BAR = "{desc:<16}{percentage:3.0f}%|{bar:20}| {n_fmt}/{total_fmt} {unit} [{elapsed}<{remaining}{postfix}]"
 
@@ -480,6 +487,9 @@ def parse_args(argv=None):
                     help="trainings/decodings side by side (default: 2 with 2+ cores, else 1)")
     ap.add_argument("--fresh", action="store_true", help="delete OUT's results first, start over")
     ap.add_argument("--verbose", action="store_true", help="stream every child's output")
+    ap.add_argument("--record", metavar="FILE.json",
+                    help="also write the recipe and what was printed (the README's demo table "
+                         "comes from examples/stability/demo_run.json, written this way)")
     args = ap.parse_args(argv)
     if args.max_update < 1:
         ap.error("--max-update must be at least 1")
@@ -591,7 +601,7 @@ def main(argv=None):
         hyp_dir = out / "hyps"
         hyp_dir.mkdir(exist_ok=True)
         # the built-in corpus's targets are shorter than their sources (fillers dropped)
-        max_len = {} if args.data else {"max_len_a": 1.0, "max_len_b": 10}
+        max_len = {} if args.data else BUILTIN_MAX_LEN
         gen_cmds, todo = {}, []
         for name in SYSTEMS:
             ckpt = out / "checkpoints" / name / "checkpoint_best.pt"
@@ -655,22 +665,95 @@ def main(argv=None):
     if has_by_length:
         shutil.copyfile(out / "bleu.by_length.png", by_length)
     rates_line = selection_line(selection)
+    same_recipe = not args.data and recipe(
+        args.max_update, args.train_size, args.valid_size, args.test_size, args.seed,
+        args.vocab_size) == recipe()
+    spread = committed_spread() if same_recipe else {}
+    spread_text = spread_line(report, spread) if spread else (
+        "" if not same_recipe else "No committed seeds of this recipe yet "
+                                   "(examples/stability/demo_plan.json).")
     minutes = (time.time() - started) / 60
     write_report(out / "report.md", args, corpus_desc, report, table, rates_line, selection,
                  train_cmds, gen_cmds, score_cmd, curves, by_length if has_by_length else None,
-                 minutes, jobs, threads)
+                 minutes, jobs, threads, spread_text)
     (out / "RESULTS.md").write_text(
         f"Test split, {report['systems'][0]['n']} sentences, {args.max_update} updates each, "
         f"seed {args.seed}.\nBLEU signature: {report['signature']}\n\n{table}\n")
 
-    print("\n" + table + "\n")
-    if rates_line:
-        print(rates_line)
+    printed = ["", table, ""] + ([spread_text] if spread_text else []) + \
+        ([rates_line] if rates_line else [])
+    print("\n".join(printed))
+    if args.record:
+        if not same_recipe:
+            print(f"demo: --record: not the default recipe on the built-in corpus; "
+                  f"{args.record} not written", file=sys.stderr)
+            return 2
+        record = {"recipe": recipe(), "minutes": round(minutes, 1), "printed": printed[1:],
+                  "systems": [{k: s.get(k) for k in ("name", "bleu", "chrf", "delta", "p_value")}
+                              for s in report["systems"]]}
+        Path(args.record).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     print(f"report: {display_path(out / 'report.md')} (figures: "
           + ", ".join(display_path(p) for p in [curves, Path(selection["heatmap"])]
                       + ([by_length] if has_by_length else [])) + ")")
     print(f"done in {minutes:.1f} min; logs in {display_path(logs)}")
     return 0
+
+
+def recipe(max_update=900, train_size=20000, valid_size=500, test_size=500, seed=1,
+           vocab_size=1000) -> dict:
+    """Everything that decides what the demo trains and decodes on the built-in corpus,
+    including the defaults of every plugin option it leaves unset (a changed default changes
+    the demo): the README's figures were measured with exactly this (tests pin it)."""
+    from ssan_plugin.criterions.selective_label_smoothed_cross_entropy import (
+        SelectiveLabelSmoothedCrossEntropyConfig)
+    from ssan_plugin.models.ssan_transformer import SSANOptions
+
+    import dataclasses
+
+    def defaults(dataclass_type):
+        return {name: str(f.default) for name, f in dataclass_type.__dataclass_fields__.items()
+                if not name.startswith("_") and f.default is not dataclasses.MISSING}
+
+    return {"model": MODEL, "optim": OPTIM, "systems": SYSTEMS, "beam": BEAM,
+            "max_len": BUILTIN_MAX_LEN, "max_update": max_update,
+            "corpus": {"train": train_size, "valid": valid_size, "test": test_size,
+                       "seed": seed, "vocab_size": vocab_size},
+            "ssan_defaults": defaults(SSANOptions),
+            "criterion_defaults": defaults(SelectiveLabelSmoothedCrossEntropyConfig)}
+
+
+def committed_spread() -> dict:
+    """{demo system: [test BLEU of each committed seed]} of this recipe (SPREAD_PLAN's archive,
+    study ``start``), or {} when the archive has fewer than two seeds of a system."""
+    plan = json.loads(SPREAD_PLAN.read_text(encoding="utf-8"))
+    archive = ROOT / plan["archive"] / "start" / "builtin"
+    out = {}
+    for name, system in SPREAD_SYSTEMS.items():
+        scores = []
+        for seed in plan["seeds"]:
+            report = archive / f"{system}@{seed}" / "test.json"
+            if report.is_file():
+                scores.append(json.loads(report.read_text())["systems"][0]["bleu"])
+        if len(scores) < 2:
+            return {}
+        out[name] = scores
+    return out
+
+
+def spread_line(report, spread) -> str:
+    """Where this run falls among the committed seeds of the same recipe."""
+    import statistics
+
+    parts = []
+    for s in report["systems"]:
+        scores = spread.get(s["name"])
+        if scores:
+            parts.append(f"{s['name']} {statistics.fmean(scores):.2f} ± "
+                         f"{statistics.stdev(scores):.2f} [{min(scores):.2f}, {max(scores):.2f}] "
+                         f"(this run {s['bleu']:.2f})")
+    n = min(len(v) for v in spread.values())
+    return (f"The same recipe over {n} committed seeds (examples/stability/RESULTS.md), test BLEU "
+            f"mean ± sd [min, max]: " + "; ".join(parts))
 
 
 def chunks(items, size):
@@ -679,11 +762,12 @@ def chunks(items, size):
 
 def results_table(report, summaries) -> str:
     base_wps = summaries["baseline"]["train_wps"]
-    rows = ["| system | BLEU | Δ BLEU (p) | chrF | selection rate | train words/s (× baseline) | parameters |",
+    rows = ["| system | BLEU | Δ BLEU (p, sentences, this seed) | chrF | selection rate | "
+            "train words/s (× baseline) | parameters |",
             "|---|---|---|---|---|---|---|"]
     for s in report["systems"]:
         summary = summaries[s["name"]]
-        delta = f"{s['delta']:+.2f} (p={s['p_value']:.3f})" if "delta" in s else "–"
+        delta = f"{s['delta']:+.2f} ({s['p_value']:.3f})" if "delta" in s else "–"
         sel = f"{summary['sel']:.3f}" if summary["sel"] is not None else "1 (all pairs)"
         params = f"{summary['params']:,}" if summary["params"] else "?"
         rows.append(f"| {s['name']} | {s['bleu']:.2f} | {delta} | {s['chrf']:.2f} | {sel} | "
@@ -703,7 +787,7 @@ def selection_line(selection) -> str:
 
 
 def write_report(path, args, corpus_desc, report, table, rates_line, selection, train_cmds,
-                 gen_cmds, score_cmd, curves, by_length, minutes, jobs, threads):
+                 gen_cmds, score_cmd, curves, by_length, minutes, jobs, threads, spread_text=""):
     out = path.parent
     lines = [
         "# ssan_plugin demo: Transformer baseline vs SSAN", "",
@@ -713,11 +797,13 @@ def write_report(path, args, corpus_desc, report, table, rates_line, selection, 
         f"beam {BEAM}). Run time {minutes:.1f} min ({jobs} job(s) side by side, "
         f"{threads} thread(s) each).", "",
         table, "",
-        f"BLEU signature: `{report['signature']}`. Δ BLEU: against the baseline, p from sacrebleu's "
-        "paired bootstrap resampling (1000 resamples). Selection rate: fraction of non-pad (query, "
+        f"BLEU signature: `{report['signature']}`. Δ BLEU: against the baseline, p from the "
+        "project's paired bootstrap over test sentences (1000 resamples): it describes this one "
+        "seed, not the systems; a verdict needs several seeds (README, \"Significance\"). "
+        "Selection rate: fraction of non-pad (query, "
         "key) pairs selected, all heads and layers, on the validation split at the end of training "
         "(eval mode: `1[pi > 0.5]`). Train words/s: median over logged intervals of one process.", "",
-    ]
+    ] + ([spread_text, ""] if spread_text else [])
     if rates_line:
         lines += ["## What SSAN selects", "",
                   rates_line + ". Content words are the generator's nouns, verbs, adjectives, "

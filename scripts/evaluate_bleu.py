@@ -9,8 +9,11 @@ hypotheses; without --data only --hyp systems are allowed, and the target langua
 --tgt-lang or the suffix of --ref. With two or more systems, a paired bootstrap (or approximate
 randomisation) test compares each against the first (the baseline); two-sided with ties
 counted, so identical outputs get p = 1. Systems named GROUP@SEED (baseline@1, ssan@1, ...)
-are also pooled per group (seed mean and std, pooled paired bootstrap against the first
-group), and each is compared with the first group's system of the same seed. --source FILE
+are also pooled per group, and each is compared with the first group's system of the same seed
+(a sentence-level p: it describes that seed). Per group against the first: the seed mean and
+sd, the per-seed deltas, and the verdict, the seed-level test (95 % interval over seeds and
+sentences, p, Holm-corrected p over the groups; --aso adds Almost Stochastic Order over the
+seeds as a second opinion); the pooled sentence-level bootstrap is shown, labelled. --source FILE
 (raw source of any test set) makes checkpoints translate it with the data-bin's preprocessing
 and adds BLEU by source length (also from the data-bin's own raw test source when unchanged).
 
@@ -88,6 +91,10 @@ def parse_args(argv=None):
                       help="paired approximate randomisation")
     ap.add_argument("--paired-n", type=positive_int, default=0,
                     help="resamples (bs, default 1000) or trials (ar, default 10000)")
+    ap.add_argument("--aso", action="store_true",
+                    help="GROUP@SEED systems: also Almost Stochastic Order over the seeds' BLEU "
+                         "(deepsig; eps_min, below 0.5 leans to the group) against the first "
+                         "group")
     ap.add_argument("--skip-recorded-data-check", action="store_true",
                     help="do not compare the dictionaries of the data dir recorded in a "
                          "checkpoint with --data's (embedding sizes are always compared)")
@@ -118,7 +125,7 @@ def main(argv=None):
                                  too_long=args.too_long),
         paired=args.paired or "bs", paired_n=args.paired_n,
         skip_recorded_data_check=args.skip_recorded_data_check, tgt_lang=args.tgt_lang,
-        source=args.source, by_length_png=args.by_length_png)
+        source=args.source, by_length_png=args.by_length_png, aso=args.aso)
     result = evaluate(cfg)
     print(markdown_table(result["report"], result["notes"]))
     if args.json_out:

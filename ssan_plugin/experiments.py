@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from .run_archive import relativize_text
 from .train_log import parse_record, record_updates, training_summary, write_curve
 from .translation.textio import PipelineError
 
@@ -64,6 +65,9 @@ class Pair:
     src: str
     tgt: str
     prepare: List[str] = field(default_factory=list)  # extra prepare_translation.py flags
+    # a project script and its arguments that writes ``raw`` when it is missing (e.g. the
+    # built-in corpus: ["scripts/make_synthetic_corpus.py", "--seed", "1"]; ``--out RAW`` added)
+    make: Optional[List[str]] = None
 
 
 @dataclass
@@ -108,6 +112,7 @@ class Plan:
     threads: int = 2  # OMP threads of the one running child
     beam: int = 5
     archive: Optional[str] = None  # committed copy of finished runs (module docstring)
+    decode: List[str] = field(default_factory=list)  # extra evaluate_bleu.py decoding flags
 
     @classmethod
     def load(cls, path, root=ROOT) -> "Plan":
@@ -120,7 +125,7 @@ class Plan:
             studies = [Study(**spec) for spec in raw["studies"]]
             plan = cls(pairs=pairs, systems=systems, studies=studies, seeds=raw["seeds"],
                        base_updates=raw["updates"]["base"], more_updates=raw["updates"]["more"],
-                       train=raw["train"], **{k: raw[k] for k in ("save_interval", "threads", "beam", "archive")
+                       train=raw["train"], **{k: raw[k] for k in ("save_interval", "threads", "beam", "archive", "decode")
                                               if k in raw})
         except (KeyError, TypeError) as err:
             raise PipelineError(f"{path}: not a valid plan ({err})") from None
@@ -263,7 +268,8 @@ class Runner:
             report = json.load(f)
         for system in report.get("systems", []):
             system["hyp_file"] = run.hyp_name  # relative to the archived run
-        (dst / "test.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+        (dst / "test.json").write_text(relativize_text(json.dumps(report, indent=1) + "\n"),
+                                       encoding="utf-8")
 
     # ------------------------------------------------------------------ children
     def _child(self, cmd, log: Path, progress=None):
@@ -291,13 +297,22 @@ class Runner:
                                 f"{code}); full log: {log}\n{tail}")
 
     # ------------------------------------------------------------------ steps
+    def prepare_raw(self, pair: Pair) -> Path:
+        """The pair's raw directory, written by its ``make`` command first when missing."""
+        raw = Path(pair.raw)
+        if pair.make and not (raw / f"test.{pair.tgt}").is_file():
+            print(f"[make] {pair.name} -> {raw}", flush=True)
+            self._child([self.python, ROOT / pair.make[0], *pair.make[1:], "--out", raw],
+                        self.out / "logs" / f"make.{pair.name}.log")
+        return raw
+
     def prepare(self, pair: Pair) -> Path:
         dest = self.data_dir(pair)
         if (dest / "manifest.json").is_file():
             return dest
         if dest.exists():  # an interrupted preparation: start it again
             shutil.rmtree(dest)
-        raw = Path(pair.raw)
+        raw = self.prepare_raw(pair)
         cmd = [self.python, SCRIPTS / "prepare_translation.py", "--src", pair.src,
                "--tgt", pair.tgt, "--train", raw / "train", "--valid", raw / "valid",
                "--test", raw / "test", "--dest", dest, *pair.prepare]
@@ -393,7 +408,8 @@ class Runner:
         cmd = [self.python, SCRIPTS / "evaluate_bleu.py", "--data", data, "--cpu",
                "--ref", Path(run.pair.raw) / f"test.{run.pair.tgt}",
                "--system", f"{run.system.name}@{run.seed}={save / 'checkpoint_best.pt'}",
-               "--beam", str(self.plan.beam), "--json", report, "--hyp-dir", save]
+               "--beam", str(self.plan.beam), *self.plan.decode, "--json", report,
+               "--hyp-dir", save]
         print(f"[decode] {run.key}", flush=True)
         self._child(cmd, save / "decode.log")
         return hyp
@@ -422,9 +438,13 @@ class Runner:
         log.unlink(missing_ok=True)
         self._child(cmd, log)
         if not self.dry_run:
-            text = log.read_text(encoding="utf-8")
+            text = relativize_text(log.read_text(encoding="utf-8"))
             table = text[text.index("| system |"):] if "| system |" in text else text
             self.results_path(study, pair, "md").write_text(table, encoding="utf-8")
+            for suffix in ("json", "log"):
+                path = self.results_path(study, pair, suffix)
+                path.write_text(relativize_text(path.read_text(encoding="utf-8")),
+                                encoding="utf-8")
 
     # ------------------------------------------------------------------ the loop
     def status(self) -> List[dict]:

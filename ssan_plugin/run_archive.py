@@ -15,7 +15,8 @@ list to :func:`execute`, which
   ``ARCHIVE/NAME`` and writes ``result.json`` last (with the run's minutes);
 - calls ``after_each(archive)`` after every archived run (summaries, comparisons as they come),
   and once more at the end when the last run of the list was skipped (a plan already archived
-  still gets summaries and comparisons a newer runner makes).
+  still gets summaries and comparisons a newer runner makes); then makes every path in the
+  archive's text files relative to the project root (:func:`relativize_tree`).
 
 Commands run with their output appended to a log in the run directory; a failure stops the
 runner with the log's path (:class:`RunFailed`). ``dry_run`` prints the commands only.
@@ -36,6 +37,32 @@ from typing import Callable, Dict, List, Optional, Sequence
 from .train_log import write_curve
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+#: files of an archive whose text may hold paths (rewritten by :func:`relativize_tree`)
+ARCHIVE_TEXT_SUFFIXES = (".json", ".jsonl", ".md", ".log", ".txt")
+
+
+def relativize_text(text: str, root: Path = ROOT) -> str:
+    """``text`` with this machine's absolute paths made relative to the project root:
+    ``ROOT/x`` -> ``x`` and ``ROOT/../x`` -> ``../x`` (the shared data beside the checkout).
+    Committed archives name no machine path."""
+    root = Path(root).resolve()
+    return text.replace(f"{root}/", "").replace(f"{root.parent}/", "../")
+
+
+def relativize_tree(directory: Path, root: Path = ROOT) -> int:
+    """Rewrite every text file of an archive (``ARCHIVE_TEXT_SUFFIXES``) with
+    :func:`relativize_text`; returns how many files changed."""
+    changed = 0
+    for path in sorted(Path(directory).rglob("*")):
+        if path.is_file() and path.suffix in ARCHIVE_TEXT_SUFFIXES:
+            text = path.read_text(encoding="utf-8")
+            new = relativize_text(text, root)
+            if new != text:
+                write_atomic(path, new)
+                changed += 1
+    return changed
 
 
 class RunFailed(RuntimeError):
@@ -141,6 +168,8 @@ def execute(runs: Sequence[Run], out: Path, archive: Path, env: Dict[str, str],
         if after_each is not None:
             after_each(archive)
             refreshed = True
+        relativize_tree(archive)
     if after_each is not None and not dry_run and not refreshed and archive.is_dir():
         after_each(archive)
+        relativize_tree(archive)
     return done

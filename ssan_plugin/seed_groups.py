@@ -20,8 +20,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .cli import InputError
-from .significance import (PairedResult, ScoreFn, SeedLevelResult, holm, paired_bootstrap,
-                           seed_level_test)
+from .significance import (PairedResult, ScoreFn, SeedLevelResult, almost_stochastic_order,
+                           holm, paired_bootstrap, seed_level_test)
 
 
 class SeedGroupError(InputError, ValueError):
@@ -97,10 +97,11 @@ class PooledGroup:
 
 
 def pooled_groups(names: Sequence[str], stats: Sequence, score: ScoreFn, n_samples: int,
-                  seed: int) -> List[PooledGroup]:
+                  seed: int, aso: bool = False) -> List[PooledGroup]:
     """The groups of ``names`` (:func:`group_order`), each after the first tested against the
     first: ``stats[i]`` is system i's (N, k) per-item statistics, ``score`` maps summed
-    statistics to the corpus score."""
+    statistics to the corpus score. ``aso``: also Almost Stochastic Order over the seeds'
+    scores (``seed_level.aso``)."""
     groups: List[PooledGroup] = []
     for name, members in group_order(names).items():
         group = PooledGroup(name=name, members=members)
@@ -113,6 +114,10 @@ def pooled_groups(names: Sequence[str], stats: Sequence, score: ScoreFn, n_sampl
                     [stats[i] for i in base], [stats[i] for i in members], score,
                     [parse_member(names[i]).seed for i in base],
                     [parse_member(names[i]).seed for i in members], n_samples, seed)
+                if aso:
+                    group.seed_level.aso = almost_stochastic_order(
+                        [score(stats[i].sum(0)) for i in base],
+                        [score(stats[i].sum(0)) for i in members], seed)
         groups.append(group)
     tested = [g for g in groups if g.seed_level is not None]
     for group, adjusted in zip(tested, holm([g.seed_level.p_value for g in tested])):
@@ -126,7 +131,10 @@ def seed_level_entry(group: PooledGroup) -> dict:
     parts, ``df``."""
     if group.seed_level is None:
         return {}
-    return dict(group.seed_level.to_json(), p_holm=group.p_holm)
+    entry = dict(group.seed_level.to_json(), p_holm=group.p_holm)
+    if group.seed_level.aso is not None:
+        entry["aso"] = group.seed_level.aso
+    return entry
 
 
 def verdict(entry: dict, alpha: float = 0.05, higher_is_better: bool = True) -> str:
@@ -175,6 +183,12 @@ def group_table(groups: Sequence[dict], metric: str, mean_std_of, digits: int = 
         sentence_p = "identical" if g.get("identical") else f"{g['p_value']:.4f}"
         rows.append(head + " " + " | ".join(seed_level_cells(g.get("seed_level") or {}, digits))
                     + f" | {g.get('verdict', '')} | {sentence_p} |")
+    aso = [(g["name"], g["seed_level"]["aso"]) for g in groups[1:]
+           if (g.get("seed_level") or {}).get("aso") is not None]
+    if aso:
+        rows += ["", "Almost Stochastic Order over seeds (deepsig; eps_min: 0 = the group's seeds "
+                     "dominate the baseline's, 1 = the reverse, about 0.5 = neither; a second "
+                     "opinion, not the verdict): " + ", ".join(f"{n} {e:.2f}" for n, e in aso)]
     return "\n".join(rows)
 
 

@@ -392,3 +392,33 @@ def holm(p_values: Sequence[float]) -> List[float]:
         running = max(running, min(1.0, (m - rank) * p[i]))
         adjusted[i] = running
     return [float(x) for x in adjusted]
+
+
+def seed_level_null_rates(seeds_stats: Sequence, score: ScoreFn, group_size: Optional[int] = None,
+                          n_nulls: int = 200, n_samples: int = 200, alpha: float = 0.05,
+                          seed: int = DEFAULT_SEED) -> dict:
+    """Calibration at seed level from one system's real seeds (k statistics arrays, k >= 4):
+    each null draws a test set (the sentences resampled with replacement) and two disjoint
+    groups of ``group_size`` seeds (default k // 2), paired in the order drawn, so that both
+    groups come from the same system. Returns the share of nulls with p < ``alpha`` for the
+    seed-level test and for the pooled sentence-level bootstrap."""
+    runs = [as_stats(s) for s in seeds_stats]
+    _check_same_sentences(runs)
+    k = len(runs)
+    n = group_size or k // 2
+    if n < 2 or 2 * n > k:
+        raise ValueError(f"{k} seeds cannot make two disjoint groups of {n} >= 2 seeds "
+                         f"(give at least 4 seeds)")
+    rng = np.random.default_rng(seed)
+    names = [str(i) for i in range(1, n + 1)]
+    rejected = {"seed_level": 0, "pooled_sentences": 0}
+    for trial in range(n_nulls):
+        rows = rng.integers(0, runs[0].shape[0], runs[0].shape[0])
+        order = rng.permutation(k)
+        a = [runs[i][rows] for i in order[:n]]
+        b = [runs[i][rows] for i in order[n:2 * n]]
+        rejected["seed_level"] += seed_level_test(a, b, score, names, names, n_samples,
+                                                  seed + trial).p_value < alpha
+        rejected["pooled_sentences"] += paired_bootstrap(a, b, score, n_samples,
+                                                         seed + trial).p_value < alpha
+    return {name: count / n_nulls for name, count in rejected.items()}

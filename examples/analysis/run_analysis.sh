@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11 part 5: the paper's analysis on baseline/SSAN checkpoints trained on the same data,
+# The paper's analysis on baseline/SSAN checkpoints trained on the same data,
 # size and budget. Resumable: every output that exists is kept, so a killed run continues.
 #
 #   bash examples/analysis/run_analysis.sh [NAME=CHECKPOINT ...]

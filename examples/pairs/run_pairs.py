@@ -106,18 +106,32 @@ def comparison_rows(archive: Path):
 
 def pooled_rows(archive: Path):
     """Markdown rows from ARCHIVE/compare/pooled/*.json: per (target, init) and encoder the
-    headline test metric's mean over seeds, its difference from the first encoder's and the
-    p-value of the paired bootstrap with seeds pooled."""
-    rows = []
+    headline test metric's mean over seeds and, against the first encoder, the seed-level test
+    (the verdict; Holm over every comparison of these rows) and the pooled bootstrap's
+    sentence-level p (these seeds held fixed)."""
+    from ssan_plugin.seed_groups import seed_level_cells, verdict
+    from ssan_plugin.significance import holm
+
+    found = []
     for path in sorted((archive / "compare" / "pooled").glob("*.json")):
         result = json.loads(path.read_text(encoding="utf-8"))
         for group in result["groups"]:
             metric = "accuracy" if "accuracy" in group["mean"] else "pearson"
             test = group.get("comparison", {}).get(metric)
-            delta = "(first)" if test is None else f"{test['delta']:+.4g}"
-            p_value = "" if test is None else f"{test['p_value']:.3g}"
-            rows.append(f"| {path.stem} | {group['name']} | {group['n_seeds']} | {metric} "
-                        f"{group['mean'][metric]:.4g} | {delta} | {p_value} |")
+            found.append((path.stem, group, metric, test,
+                          dict((test or {}).get("seed_level") or {})))
+    tested = [entry for *_, test, entry in found if test is not None and entry]
+    for entry, adjusted in zip(tested, holm([e["p"] for e in tested])):
+        entry["p_holm"] = adjusted
+    rows = []
+    for stem, group, metric, test, entry in found:
+        head = (f"| {stem} | {group['name']} | {group['n_seeds']} | {metric} "
+                f"{group['mean'][metric]:.4g} |")
+        if test is None:
+            rows.append(head + " (first) | | | | | | |")
+            continue
+        rows.append(head + " " + " | ".join(seed_level_cells(entry, 4)) +
+                    f" | {verdict(entry)} | {test['p_value']:.3g} |")
     return rows
 
 
@@ -144,15 +158,21 @@ def summarise(archive: Path):
                      f"{statistics.mean(test):.4g} ± {sd:.2g} | {statistics.mean(valid):.4g} |")
     pooled = pooled_rows(archive)
     if pooled:
-        lines += ["", "Test split, seeds pooled: each encoder's mean over seeds against the first "
-                  "encoder's (paired bootstrap drawing the same test pairs for every seed):", "",
-                  "| comparison | encoder | seeds | test metric (mean) | Δ | p |",
-                  "|---|---|---|---|---|---|", *pooled]
+        lines += ["", "Test split, seed groups: each encoder's mean over seeds against the "
+                  "first encoder's; the verdict is the seed-level test (Holm over these rows); "
+                  "the last column is the pooled bootstrap over test pairs with these seeds held "
+                  "fixed, a description of these seeds only:", "",
+                  "| comparison | encoder | seeds | test metric (mean) | Δ [95% seed-level "
+                  "interval] | p (seeds) | p (Holm) | per-seed Δ | same sign | verdict | "
+                  "p (sentences, seeds fixed) |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|", *pooled]
     compared = comparison_rows(archive)
     if compared:
-        lines += ["", "Test split, each encoder against the first of its comparison (paired "
-                  "bootstrap, two-sided, ties counted):", "",
-                  "| comparison | system | test metric | Δ | p |", "|---|---|---|---|---|", *compared]
+        lines += ["", "Test split, per seed, each encoder against the first of its comparison "
+                  "(paired bootstrap over test pairs, two-sided, ties counted: a description of "
+                  "that seed, never a verdict):", "",
+                  "| comparison | system | test metric | Δ | p (sentences, this seed) |",
+                  "|---|---|---|---|---|", *compared]
     write_atomic(archive / "summary.md", "\n".join(lines) + "\n")
 
 

@@ -164,21 +164,37 @@ def compare_pooled(archive: Path, config: str, encoders, gold: Path, env) -> Non
 
 
 def pooled_table(archive: Path) -> str:
-    """Markdown of every compare/pooled/CONFIG.json: seed-mean F1 ± sd, delta and p."""
-    lines = []
+    """Markdown of every compare/pooled/CONFIG.json: seed-mean F1 ± sd and, against the first
+    encoder, the seed-level test (the verdict; Holm over every comparison of this table) and the
+    sentence-level p of the pooled bootstrap (these seeds only)."""
+    from ssan_plugin.seed_groups import seed_level_cells, verdict
+    from ssan_plugin.significance import holm
+
+    rows = []
     for path in sorted((archive / "compare" / "pooled").glob("*.json")):
         report = json.loads(path.read_text(encoding="utf-8"))
         for k, g in enumerate(report.get("groups", [])):
-            delta = "(baseline)" if k == 0 else f"{g['delta']:+.2f}"
-            p = "" if k == 0 else f"{g['p_value']:.3f}"
-            lines.append(f"| {path.stem} | {g['name']} | {g['n_seeds']} | "
-                         f"{g['mean']['f1']:.2f} ± {g['std']['f1']:.2f} | {delta} | {p} |")
-    if not lines:
+            rows.append((path.stem, k, g, dict(g.get("seed_level") or {})))
+    if not rows:
         return ""
-    return ("\nSeeds pooled (dev F1 mean ± sd; Δ and p against the first encoder: paired "
-            "bootstrap over sentences of the seed-mean F1):\n\n"
-            "| config | encoder | seeds | dev F1 | Δ F1 | p |\n|---|---|---|---|---|---|\n"
-            + "\n".join(lines) + "\n")
+    tested = [entry for _, k, _, entry in rows if k and entry]
+    for entry, adjusted in zip(tested, holm([e["p"] for e in tested])):
+        entry["p_holm"] = adjusted
+    lines = []
+    for config, k, g, entry in rows:
+        head = f"| {config} | {g['name']} | {g['n_seeds']} | {g['mean']['f1']:.2f} ± {g['std']['f1']:.2f} |"
+        if k == 0:
+            lines.append(head + " (baseline) | | | | | | |")
+            continue
+        lines.append(head + " " + " | ".join(seed_level_cells(entry)) +
+                     f" | {verdict(entry)} | {g['p_value']:.3f} |")
+    return ("\nSeeds pooled (dev F1 mean ± sd; against the first encoder the seed-level test, "
+            f"the verdict, Holm over the {len(tested)} comparisons of this table; the last "
+            "column is the pooled bootstrap over sentences with these seeds held fixed, a "
+            "description of these seeds only):\n\n"
+            "| config | encoder | seeds | dev F1 | Δ F1 [95% seed-level interval] | p (seeds) | "
+            "p (Holm) | per-seed Δ | same sign | verdict | p (sentences, seeds fixed) |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|\n" + "\n".join(lines) + "\n")
 
 
 def plot_curves(archive: Path) -> None:

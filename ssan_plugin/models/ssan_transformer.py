@@ -50,6 +50,19 @@ class SSANOptions(FairseqDataclass):
                           "noise draws) or auto (native on the CPU where it builds, else "
                           "torch). docs/design.md, section 1.4"},
     )
+    ssan_policy_init_bias: float = field(
+        default=0.0,
+        metadata={"help": "start every head's policy logits near B (the policy projection's "
+                          "biases set so that b_q . b_k = B per head): sigmoid(B) of the pairs "
+                          "selected at the first update instead of half; 0: the paper's "
+                          "initialisation (docs/design.md, section 1.5)"},
+    )
+    ssan_dense_warmup: int = field(
+        default=0,
+        metadata={"help": "attend to every pair (no selection, the policy idle) for the first "
+                          "N >= 0 updates, then select; 0: select from the first update, as in "
+                          "the paper (docs/design.md, section 1.5)"},
+    )
     ssan_scale_policy_logits: bool = field(
         default=False,
         metadata={"help": "divide the policy logits Q_p K_p^T by sqrt(head dim) (the "
@@ -76,6 +89,8 @@ class SSANTransformerModel(VariantTransformerModel):
             policy_dim=args.ssan_policy_dim,
             straight_through_cap=args.ssan_straight_through_cap,
             kernel=args.ssan_kernel,
+            policy_init_bias=getattr(args, "ssan_policy_init_bias", 0.0),
+            dense_warmup=getattr(args, "ssan_dense_warmup", 0),
             q_noise=cfg.quant_noise.pq,
             qn_block_size=cfg.quant_noise.pq_block_size,
         )

@@ -327,6 +327,8 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
         policy_dim: Optional[int] = None,
         straight_through_cap: float = STRAIGHT_THROUGH_EXP_CAP,
         kernel: str = "auto",
+        policy_init_bias: float = 0.0,
+        dense_warmup: int = 0,
     ):
         super().__init__(
             embed_dim,
@@ -352,9 +354,39 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
         self.policy_dim = policy_dim
         self.policy_head_dim = policy_dim // num_heads
         self.policy_scaling = self.policy_head_dim**-0.5 if scale_policy_logits else 1.0
+        if not math.isfinite(policy_init_bias):
+            raise ValueError(f"--ssan-policy-init-bias must be finite, got {policy_init_bias}")
+        if dense_warmup < 0:
+            raise ValueError(f"--ssan-dense-warmup must be >= 0, got {dense_warmup}")
+        self.policy_init_bias = float(policy_init_bias)
         self.policy_proj = nn.Linear(embed_dim, 2 * policy_dim)
+        self.reset_policy()
+        self.dense_warmup = int(dense_warmup)
+        if self.dense_warmup:  # the update number travels with the checkpoint (resume, decoding)
+            self.register_buffer("num_updates", torch.zeros((), dtype=torch.long))
+
+    def reset_policy(self):
+        """The policy's initialisation: Xavier weights; biases 0, or with
+        ``policy_init_bias`` B the same value v in every dimension of b_q and b_k (the sign of
+        B on b_q) so that each head's constant term b_q . b_k (times the policy scaling) is B."""
         nn.init.xavier_uniform_(self.policy_proj.weight, gain=1 / math.sqrt(2))
         nn.init.zeros_(self.policy_proj.bias)
+        if self.policy_init_bias:
+            b = self.policy_init_bias
+            v = math.sqrt(abs(b) / (self.policy_head_dim * self.policy_scaling))
+            with torch.no_grad():
+                self.policy_proj.bias[:self.policy_dim].fill_(math.copysign(v, b))
+                self.policy_proj.bias[self.policy_dim:].fill_(v)
+
+    def set_num_updates(self, num_updates: int) -> None:
+        """fairseq passes the update number to every module at each training step."""
+        if self.dense_warmup:
+            self.num_updates.fill_(int(num_updates))
+
+    @property
+    def in_dense_warmup(self) -> bool:
+        """Whether this forward attends to every pair (the first ``dense_warmup`` updates)."""
+        return bool(self.dense_warmup) and int(self.num_updates) < self.dense_warmup
 
     def fused_in_projection(self, x: Tensor) -> Tensor:
         """q, k, v, q_p, k_p in one matmul: (..., C) -> (..., 3C + 2P)."""
@@ -399,8 +431,9 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
         q, k, v = heads(q), heads(k), heads(v)  # q unscaled: the eval path scales it inside
         q_p, k_p = heads(q_p, self.policy_head_dim), heads(k_p, self.policy_head_dim)
         want_weights = need_weights or need_head_weights
+        dense = self.in_dense_warmup
         fused_eval = (self.selection == "hard" and not self.training and not want_weights
-                      and attn_mask is None)
+                      and attn_mask is None and not dense)
         record = self.wants_statistics()
         pads_in_policy = fused_eval and not record and key_padding_mask is not None
         if pads_in_policy:
@@ -428,7 +461,11 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
             logits = torch.matmul(q * self.scaling, k.transpose(-1, -2))  # (B, h, T, S)
             if attn_mask is not None:
                 logits = logits + attn_mask
-            if self.selection == "hard" and self.training:
+            if dense:  # dense warm-up: every pair attends (softmax), the policy gets no gradient
+                select = torch.ones_like(policy_logits)
+                probs_float = selective_softmax(logits, select, key_padding_mask,
+                                                self.straight_through_cap)
+            elif self.selection == "hard" and self.training:
                 # the native kernel sums the policy entropy on the way, when a record wants it
                 # without a gradient (torch's kernel returns None: _statistics makes its own pass)
                 want_entropy = self.wants_statistics() and not self.entropy_gradient
@@ -553,6 +590,8 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
         if prefix + "q_proj.weight" in state_dict and prefix + "policy_proj.weight" not in state_dict:
             for pname, param in self.policy_proj.state_dict().items():
                 state_dict[prefix + "policy_proj." + pname] = param.detach().clone()
+            if self.dense_warmup:
+                state_dict[prefix + "num_updates"] = self.num_updates.detach().clone()
             logger.info(
                 "%spolicy_proj: not in the checkpoint (a plain transformer), initialised fresh",
                 prefix,

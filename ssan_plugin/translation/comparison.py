@@ -26,15 +26,16 @@ LENGTH_BUCKETS = ((1, 10), (11, 20), (21, 30), (31, 40), (41, 1_000_000))
 
 
 def pooled_groups(names: Sequence[str], stats: Sequence[np.ndarray], score: ScoreFn,
-                  n_samples: int, seed: int) -> List[dict]:
+                  n_samples: int, seed: int, aso: bool = False) -> List[dict]:
     """One entry per group: ``name``, ``systems``, ``n_seeds``, ``mean_bleu``, ``std_bleu``
     (sample standard deviation over seeds, 0 for one seed), and for groups after the first,
     against the first group: ``delta``, ``p_value`` (sentence-level: the pooled paired
     bootstrap, seeds held fixed) and ``identical``; ``seed_level``
     (``seed_groups.seed_level_entry``; empty with fewer than two seeds a side) and ``verdict``
-    (``seed_groups.verdict``)."""
+    (``seed_groups.verdict``); with ``aso``, ``seed_level["aso"]``: Almost Stochastic Order
+    of the group's seed BLEU over the first group's (``significance.almost_stochastic_order``)."""
     entries = []
-    for group in seed_groups.pooled_groups(names, stats, score, n_samples, seed):
+    for group in seed_groups.pooled_groups(names, stats, score, n_samples, seed, aso):
         mean, std = seed_groups.mean_std([score(stats[i].sum(0)) for i in group.members])
         entry = {"name": group.name, "systems": [names[i] for i in group.members],
                  "n_seeds": len(group.members), "mean_bleu": mean, "std_bleu": std}

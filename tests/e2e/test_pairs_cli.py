@@ -435,10 +435,14 @@ def test_runner_pools_the_seeds_every_encoder_has(tmp_path, monkeypatch):
         "systems": dict.fromkeys(systems, {}),
         "groups": [{"name": "san", "n_seeds": 2, "mean": {"accuracy": 70.0}},
                    {"name": "ssan", "n_seeds": 2, "mean": {"accuracy": 71.5},
-                    "comparison": {"accuracy": {"delta": 1.5, "p_value": 0.2}}}]}))
+                    "comparison": {"accuracy": {"delta": 1.5, "p_value": 0.2, "seed_level": {
+                        "delta": 1.5, "ci": [0.25, 2.75], "p": 0.02, "p_holm": None,
+                        "per_seed": [1.0, 2.0], "same_sign": 2}}}}]}))
     calls.clear()
     runner.compare_pooled(archive, plan, {"scratch": tmp_path / "data"}, {})
     assert calls == []  # up to date
+    # the verdict is the seed-level test, Holm over the rows' comparisons (one here: p itself)
     assert runner.pooled_rows(archive) == [
-        "| entailment_scratch | san | 2 | accuracy 70 | (first) |  |",
-        "| entailment_scratch | ssan | 2 | accuracy 71.5 | +1.5 | 0.2 |"]
+        "| entailment_scratch | san | 2 | accuracy 70 | (first) | | | | | | |",
+        "| entailment_scratch | ssan | 2 | accuracy 71.5 | +1.5000 [+0.2500, +2.7500] | 0.02 | "
+        "0.02 | +1.0000 +2.0000 | 2/2 | better | 0.2 |"]

@@ -1,4 +1,4 @@
-"""Span F1 during validation (issue 14, part 1): fairseq-train --task srl logs precision,
+"""Span F1 during validation: fairseq-train --task srl logs precision,
 recall and f1 on the validation split, --best-checkpoint-metric f1 chooses checkpoint_best.pt
 by it, and the F1 validation recorded for that checkpoint is the F1 scripts/evaluate_srl.py
 computes on the same checkpoint and split (tiny hand-built CoNLL-2005 data; the valid split

@@ -47,7 +47,7 @@ def test_without_the_hook_the_process_aborts():
     """The failure the hook exists for (if torch or Python stop aborting here, this says so).
     It depends on where the thread is at the last instant. With 64 x 64 products the thread was
     often between operators: 12 of 12 aborted on an idle machine, but 1 in 7 in this test's
-    bare environment and 0 of 5, twice, in a full test run (session 16). With 256 x 256 products
+    bare environment and 0 of 5, twice, in a full test run. With 256 x 256 products
     it is inside one nearly always: 8 of 8 aborted there, idle and loaded alike. Up to five
     attempts."""
     codes = []

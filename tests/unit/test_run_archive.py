@@ -59,3 +59,26 @@ def test_one_runner_per_output_directory(tmp_path):
         with pytest.raises(SystemExit, match="another runner.py is running on"):
             with locked(tmp_path, "runner.py"):
                 pass
+
+
+def test_archives_name_no_machine_path(tmp_path):
+    """relativize_text/tree: the project root's paths become relative, the shared data beside it
+    ../; other text is untouched; every committed archive is clean (no path of this machine)."""
+    from conftest import ROOT
+    from ssan_plugin.run_archive import relativize_text, relativize_tree
+
+    root = tmp_path / "project"
+    text = (f'{{"hyp": "{root}/runs/x/h.de", "ref": "{tmp_path}/shared/data/t.de", '
+            f'"other": "/usr/share/x"}}\nwrote {root}/examples/r.json\n')
+    assert relativize_text(text, root) == ('{"hyp": "runs/x/h.de", "ref": "../shared/data/t.de", '
+                                           '"other": "/usr/share/x"}\nwrote examples/r.json\n')
+    archive = tmp_path / "archive"
+    (archive / "run").mkdir(parents=True)
+    (archive / "run" / "test.json").write_text(text)
+    (archive / "run" / "model.bin").write_bytes(b"\x00" + str(root).encode())
+    assert relativize_tree(archive, root) == 1
+    assert str(root) not in (archive / "run" / "test.json").read_text()
+    assert relativize_tree(archive, root) == 0
+    for path in (ROOT / "examples").rglob("*"):
+        if path.is_file() and path.suffix in (".json", ".jsonl", ".md", ".log", ".txt"):
+            assert str(ROOT) not in path.read_text(encoding="utf-8", errors="replace"), path

@@ -191,3 +191,18 @@ def test_the_same_sentence_multisets_for_every_seed():
     result = seed_level_test(base, shifted, mean_score, seeds(3), seeds(3), 300)
     assert result.se_sentence == pytest.approx(0, abs=1e-9)
     assert result.delta == pytest.approx(10)
+
+
+def test_seed_level_null_rates_from_one_systems_seeds():
+    """Two disjoint groups of one system's seeds on resampled test sets: the seed-level test
+    rejects rarely; fewer than four seeds cannot make two groups."""
+    from ssan_plugin.significance import seed_level_null_rates
+
+    rng = np.random.default_rng(9)
+    one_system, _ = hierarchical_null(rng, 6)
+    rates = seed_level_null_rates(one_system, mean_score, group_size=3, n_nulls=100,
+                                  n_samples=100)
+    assert set(rates) == {"seed_level", "pooled_sentences"}
+    assert rates["seed_level"] <= 0.12 and rates["pooled_sentences"] >= rates["seed_level"]
+    with pytest.raises(ValueError, match="at least 4 seeds"):
+        seed_level_null_rates(one_system[:3], mean_score)

@@ -148,3 +148,18 @@ def test_calibration_script(tmp_path):
                          text=True, env=cli_env())
     assert bad.returncode == 2 and "exactly two files" in bad.stderr
     assert "Traceback" not in bad.stderr
+    # --seed-level: four seeds of one system (two rewordings of each output)
+    for name, lines in (("c", [x.replace("cat", "kat") for x in a]),
+                        ("d", [x.replace("cat", "kat") for x in b])):
+        (tmp_path / name).write_text("".join(x + "\n" for x in lines), "utf-8")
+    hyps = [arg for n in "abcd" for arg in ("--hyp", str(tmp_path / n))]
+    seeds = subprocess.run(script + hyps + ["--seed-level", "--nulls", "10", "--samples", "50",
+                                            "--json", str(tmp_path / "s.json")],
+                           capture_output=True, text=True, env=cli_env())
+    assert seeds.returncode == 0, seeds.stderr
+    result = json.loads((tmp_path / "s.json").read_text())
+    assert result["group_size"] == 2
+    assert set(result["rejection_rate"]) == {"seed_level", "pooled_sentences"}
+    few = subprocess.run(script + hyps[:6] + ["--seed-level"], capture_output=True, text=True,
+                         env=cli_env())
+    assert few.returncode == 2 and "four or more" in few.stderr

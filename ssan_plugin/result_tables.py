@@ -1,0 +1,369 @@
+"""The tables of ``examples/*/RESULTS.md``, regenerated from the committed run archives.
+
+A RESULTS file holds generated blocks between two markers::
+
+    <!-- begin generated: KEY -->
+    ...
+    <!-- end generated: KEY -->
+
+``scripts/make_results.py`` recomputes every block it knows (:data:`BLOCKS`) from the archives
+and the test references, and writes them in place (``--check``: fails when a committed block
+differs from its regeneration; a test runs it). Prose around the blocks is written by hand and
+must say nothing the blocks do not show.
+
+Evidence, as everywhere in the project: the seed is the unit. Each comparison is the
+seed-level test of ``significance.seed_level_test`` (per-seed deltas, the 95 % interval, p),
+with Holm's correction over every comparison of the table the row is in; the pooled
+sentence-level bootstrap, where shown, is labelled as describing the seeds at hand.
+"""
+
+import functools
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from .significance import holm, seed_level_test
+
+ROOT = Path(__file__).resolve().parents[1]
+BEGIN = "<!-- begin generated: {key} -->"
+END = "<!-- end generated: {key} -->"
+_BLOCK = re.compile(r"<!-- begin generated: (?P<key>[\w.-]+) -->\n.*?<!-- end generated: "
+                    r"(?P=key) -->", re.S)
+
+
+class ResultsError(ValueError):
+    """An archive or a RESULTS file that does not hold what a table needs (one line)."""
+
+
+# --------------------------------------------------------------------------- blocks
+def block_keys(text: str) -> List[str]:
+    return [m.group("key") for m in _BLOCK.finditer(text)]
+
+
+def fill_blocks(text: str, blocks: Dict[str, str]) -> str:
+    """``text`` with every generated block whose key is in ``blocks`` replaced (markers kept);
+    a key of ``blocks`` without its markers in ``text`` is an error."""
+    missing = [k for k in blocks if k not in block_keys(text)]
+    if missing:
+        raise ResultsError(f"no generated block for {', '.join(missing)} (add the markers "
+                           f"{BEGIN.format(key=missing[0])} ... {END.format(key=missing[0])})")
+
+    def replace(match):
+        key = match.group("key")
+        if key not in blocks:
+            return match.group(0)
+        return f"{BEGIN.format(key=key)}\n{blocks[key].rstrip()}\n{END.format(key=key)}"
+
+    return _BLOCK.sub(replace, text)
+
+
+# --------------------------------------------------------------------------- comparisons
+@dataclass
+class Comparison:
+    """One row of a verdict table: a group of seeds against its baseline group."""
+
+    table: str  # rows of one table share Holm's correction
+    label: str  # e.g. "pre-norm En-De"
+    system: str
+    baseline: str
+    baseline_scores: List[float]
+    system_scores: List[float]
+    result: object  # significance.SeedLevelResult
+    p_holm: Optional[float] = None
+    extra: Dict[str, object] = field(default_factory=dict)
+
+    @property
+    def verdict(self) -> str:
+        if self.p_holm is None:
+            return ""
+        if self.p_holm < 0.05:
+            return "**better**" if self.result.delta > 0 else "**worse**"
+        return "no difference shown"
+
+
+def apply_holm(rows: Sequence[Comparison]) -> None:
+    """Holm over the rows of each table (``Comparison.table``)."""
+    for table in sorted({r.table for r in rows}):
+        family = [r for r in rows if r.table == table]
+        for row, adjusted in zip(family, holm([r.result.p_value for r in family])):
+            row.p_holm = adjusted
+
+
+def _mean_sd(values: Sequence[float]) -> str:
+    return f"{np.mean(values):.2f} ± {np.std(values, ddof=1):.2f}" if len(values) > 1 else \
+        f"{values[0]:.2f}"
+
+
+def verdict_table(rows: Sequence[Comparison], metric: str = "BLEU") -> str:
+    """Markdown: per comparison the seeds, both means ± sd over seeds, Δ with its seed-level
+    95 % interval, p and Holm-corrected p, per-seed deltas, how many share the sign, the
+    verdict."""
+    out = [f"| comparison | system | seeds | baseline {metric} | system {metric} | Δ [95% "
+           f"interval, seeds and sentences] | p (seeds) | p (Holm, {len(rows)} tests) | "
+           f"per-seed Δ | same sign | verdict |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        res = r.result
+        low, high = res.ci
+        per_seed = " ".join(f"{d:+.2f}" for d in res.per_seed) if res.per_seed else "unpaired"
+        sign = f"{res.same_sign}/{len(res.per_seed)}" if res.per_seed else ""
+        out.append(f"| {r.label} | {r.system} | {len(r.system_scores)} | "
+                   f"{_mean_sd(r.baseline_scores)} | {_mean_sd(r.system_scores)} | "
+                   f"{res.delta:+.2f} [{low:+.2f}, {high:+.2f}] | {res.p_value:.3g} | "
+                   f"{r.p_holm:.3g} | {per_seed} | {sign} | {r.verdict} |")
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------- power
+def seeds_for_power(effect: float, sd_seed: float, var_sentence: float, alpha: float = 0.05,
+                    power: float = 0.8, most: int = 200) -> Optional[int]:
+    """Fewest paired seeds n (>= 2) for which the seed-level test detects a true difference
+    ``effect`` with probability ``power`` at ``alpha`` (two-sided): t on n - 1 degrees of
+    freedom, noncentrality ``effect / sqrt(sd_seed^2 / n + var_sentence)``. None: more than
+    ``most``."""
+    from scipy.stats import nct, t
+
+    for n in range(2, most + 1):
+        se = np.sqrt(sd_seed ** 2 / n + var_sentence)
+        crit = t.ppf(1 - alpha / 2, n - 1)
+        ncp = effect / se
+        achieved = nct.sf(crit, n - 1, ncp) + nct.cdf(-crit, n - 1, ncp)
+        if achieved >= power:
+            return n
+    return None
+
+
+def power_table(rows: Sequence[Comparison], effects=(0.5, 1.0)) -> str:
+    """Seeds needed per comparison, from its measured per-seed spread and sentence part."""
+    head = " | ".join(f"seeds for {e:g} BLEU" for e in effects)
+    out = [f"| comparison | system | seeds measured | sd of per-seed Δ | sentence part (se) | "
+           f"{head} |", "|---|---|---|---|---|" + "---|" * len(effects)]
+    for r in rows:
+        res = r.result
+        if not res.per_seed:
+            continue
+        sd = float(np.std(res.per_seed, ddof=1))
+        cells = []
+        for e in effects:
+            n = seeds_for_power(e, sd, res.se_sentence ** 2)
+            cells.append(str(n) if n is not None else "> 200")
+        out.append(f"| {r.label} | {r.system} | {len(res.per_seed)} | {sd:.2f} | "
+                   f"{res.se_sentence:.2f} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------- translation
+STUDY_LABELS = {"postnorm": "post-norm", "prenorm": "pre-norm"}
+PAIR_LABELS = {"en-de": "En-De", "en-ro": "En-Ro", "en-ja": "En-Ja", "builtin": "built-in"}
+
+
+@functools.lru_cache(maxsize=None)
+def _bleu_scorer(ref_path: Path, tgt: str):
+    """(per-sentence statistics of a hypothesis list, score function) for one test set, as
+    ``evaluate_bleu.py`` scores it without a data-bin (the reference's language rules)."""
+    from sacrebleu.metrics import BLEU
+
+    from .significance import sacrebleu_score_fn, sacrebleu_stats
+    from .translation.languages import LanguageConfig, looks_segmented
+    from .translation.textio import read_lines
+
+    raw = read_lines(ref_path)
+    lang = LanguageConfig.create(tgt, looks_segmented(raw, tgt))
+    refs = [lang.reference(x) for x in raw]
+    bleu = BLEU(tokenize=lang.sacrebleu_tokenize())
+    return (lambda hyps: sacrebleu_stats(bleu, hyps, refs)), sacrebleu_score_fn(bleu), len(refs)
+
+
+def archived_runs(plan) -> Dict[tuple, Dict[str, Dict[int, Path]]]:
+    """{(study, pair): {system: {seed: archived run directory}}} of a runner plan's archive."""
+    from .experiments import Run
+
+    archive = Path(plan.archive)
+    found: Dict[tuple, Dict[str, Dict[int, Path]]] = {}
+    for run in plan.runs():
+        d = run.directory(archive)
+        if (d / "test.json").is_file() and (d / run.hyp_name).is_file():
+            found.setdefault((run.study.name, run.pair.name), {}).setdefault(
+                run.system.name, {})[run.seed] = d
+    return found
+
+
+def translation_comparisons(plan, table: str, systems: Optional[Sequence[str]] = None,
+                            n_samples: int = 1000, seed: int = 12345,
+                            only: Optional[Callable[[str, str], bool]] = None
+                            ) -> List[Comparison]:
+    """Every (study, pair, system) of a plan's archive against the study's baseline, seed
+    level, with two seeds or more a side. Each system's per-seed BLEU is checked against its
+    archived ``test.json`` (the same scoring, or an error)."""
+    from .translation.textio import read_lines
+
+    rows = []
+    for (study_name, pair_name), by_system in archived_runs(plan).items():
+        if only is not None and not only(study_name, pair_name):
+            continue
+        study = next(s for s in plan.studies if s.name == study_name)
+        pair = plan.pairs[pair_name]
+        ref = Path(pair.raw) / f"test.{pair.tgt}"
+        if not ref.is_file():
+            raise ResultsError(f"{ref}: the test reference is missing (the shared data)")
+        stats_of, score, n = _bleu_scorer(ref, pair.tgt)
+        cache: Dict[tuple, np.ndarray] = {}
+
+        def stats(system, s):
+            if (system, s) not in cache:
+                d = by_system[system][s]
+                hyps = read_lines(d / f"{system}@{s}.test.{pair.tgt}")
+                if len(hyps) != n:
+                    raise ResultsError(f"{d}: {len(hyps)} hypotheses for {n} references")
+                cache[(system, s)] = stats_of(hyps)
+                archived = json.loads((d / "test.json").read_text(encoding="utf-8"))
+                recorded = archived["systems"][0]["bleu"]
+                computed = score(cache[(system, s)].sum(0))
+                if abs(recorded - computed) > 1e-6:
+                    raise ResultsError(f"{d}: BLEU {computed:.4f} recomputed, {recorded:.4f} "
+                                       f"archived")
+            return cache[(system, s)]
+
+        base_name = study.systems[0]
+        base_seeds = sorted(by_system.get(base_name, {}))
+        for system in study.systems[1:]:
+            if systems is not None and system not in systems:
+                continue
+            sys_seeds = sorted(by_system.get(system, {}))
+            if len(base_seeds) < 2 or len(sys_seeds) < 2:
+                continue
+            result = seed_level_test([stats(base_name, s) for s in base_seeds],
+                                     [stats(system, s) for s in sys_seeds], score,
+                                     [str(s) for s in base_seeds], [str(s) for s in sys_seeds],
+                                     n_samples, seed)
+            paired_base = [int(s) for s in result.baseline_seeds]
+            rows.append(Comparison(
+                table=table, label=f"{STUDY_LABELS.get(study_name, study_name)} "
+                                   f"{PAIR_LABELS.get(pair_name, pair_name)}",
+                system=system, baseline=base_name,
+                baseline_scores=[score(stats(base_name, s).sum(0)) for s in paired_base],
+                system_scores=[score(stats(system, s).sum(0)) for s in sys_seeds],
+                result=result))
+    apply_holm(rows)
+    return rows
+
+
+# --------------------------------------------------------------------------- stability
+def _curve(run_dir: Path) -> List[dict]:
+    path = run_dir / "curve.jsonl"
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def first_validation(run_dir: Path) -> Dict[str, float]:
+    """The first validation record of a run: ``update``, ``loss`` and the per-layer selection
+    rates ``sel_0``, ``sel_1``, ... (absent for a run without selection)."""
+    for record in _curve(run_dir):
+        if record.get("kind") == "valid":
+            out = {"update": int(float(record["valid_num_updates"])),
+                   "loss": float(record["valid_loss"])}
+            out.update({k[len("valid_"):]: float(v) for k, v in record.items()
+                        if re.fullmatch(r"valid_sel_\d+", k)})
+            return out
+    raise ResultsError(f"{run_dir}: no validation record in curve.jsonl")
+
+
+@dataclass
+class SeedSpread:
+    """One system's seeds: test BLEU, best valid loss, the first validation's selection."""
+
+    system: str
+    seeds: List[int]
+    bleu: List[float]
+    valid_loss: List[float]
+    first_sel: List[Dict[str, float]]
+
+    def sd(self, values: Sequence[float]) -> float:
+        return float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+
+
+def seed_spreads(plan, study: str, pair: str) -> List[SeedSpread]:
+    """Every system of ``study`` on ``pair`` in the plan's archive, seeds ascending."""
+    runs = archived_runs(plan).get((study, pair), {})
+    out = []
+    for system in next(s for s in plan.studies if s.name == study).systems:
+        by_seed = runs.get(system, {})
+        if not by_seed:
+            continue
+        seeds = sorted(by_seed)
+        bleu, loss, sel = [], [], []
+        for s in seeds:
+            d = by_seed[s]
+            bleu.append(json.loads((d / "test.json").read_text())["systems"][0]["bleu"])
+            loss.append(json.loads((d / "train.json").read_text())["best_valid_loss"])
+            sel.append(first_validation(d))
+        out.append(SeedSpread(system, seeds, bleu, loss, sel))
+    return out
+
+
+def spread_table(spreads: Sequence[SeedSpread]) -> str:
+    """Markdown: per system its seeds' BLEU and best valid loss (each seed, mean ± sd, sd as a
+    multiple of the baseline's, the first system) and, at the first validation, the lowest
+    selection rate of any layer over the seeds."""
+    base = spreads[0]
+    out = ["| system | seeds | test BLEU per seed | BLEU mean ± sd | sd / baseline sd | "
+           "best valid loss mean ± sd | loss sd / baseline sd | first validation: lowest "
+           "layer selection rate over seeds |", "|---|---|---|---|---|---|---|---|"]
+    for s in spreads:
+        ratio = s.sd(s.bleu) / base.sd(base.bleu) if base.sd(base.bleu) > 0 else float("nan")
+        loss_ratio = (s.sd(s.valid_loss) / base.sd(base.valid_loss)
+                      if base.sd(base.valid_loss) > 0 else float("nan"))
+        rates = [min(v for k, v in f.items() if k.startswith("sel_")) for f in s.first_sel
+                 if any(k.startswith("sel_") for k in f)]
+        first = (f"{min(rates):.2f} (update {s.first_sel[0]['update']})" if rates else
+                 "— (no selection)")
+        out.append(f"| {s.system} | {len(s.seeds)} | " + " ".join(f"{b:.2f}" for b in s.bleu)
+                   + f" | {np.mean(s.bleu):.2f} ± {s.sd(s.bleu):.2f} | {ratio:.2f} | "
+                   f"{np.mean(s.valid_loss):.3f} ± {s.sd(s.valid_loss):.3f} | {loss_ratio:.2f} "
+                   f"| {first} |")
+    return "\n".join(out)
+
+
+def runs_table(plan, label: Callable[[str, str], str] = None) -> str:
+    """Markdown: every archived run of a plan (study, pair, system, seed order): BLEU, chrF,
+    best valid loss, validation selection rate, and against the same seed's baseline the
+    difference and the sentence-level paired bootstrap p (it describes that seed only)."""
+    out = ["| study, pair | run | BLEU | chrF | Δ vs same-seed baseline | p (sentences, this "
+           "seed) | best valid loss | valid selection rate |", "|---|---|---|---|---|---|---|---|"]
+    found = archived_runs(plan)
+    for study in plan.studies:
+        for pair in study.pairs:
+            by_system = found.get((study.name, pair), {})
+            base = by_system.get(study.systems[0], {})
+            for system in study.systems:
+                for seed, d in sorted(by_system.get(system, {}).items()):
+                    entry = json.loads((d / "test.json").read_text())["systems"][0]
+                    summary = json.loads((d / "train.json").read_text())
+                    delta = p = ""
+                    if system != study.systems[0] and seed in base:
+                        b = json.loads((base[seed] / "test.json").read_text())["systems"][0]
+                        delta = f"{entry['bleu'] - b['bleu']:+.2f}"
+                        p = _sentence_p(base[seed], d, plan.pairs[pair], system, seed,
+                                        study.systems[0])
+                    sel = summary.get("sel")
+                    out.append(f"| {STUDY_LABELS.get(study.name, study.name)} "
+                               f"{PAIR_LABELS.get(pair, pair)} | {system}@{seed} | "
+                               f"{entry['bleu']:.2f} | {entry['chrf']:.2f} | {delta} | {p} | "
+                               f"{summary['best_valid_loss']:.3f} | "
+                               f"{'1 (all pairs)' if sel is None else f'{float(sel):.3f}'} |")
+    return "\n".join(out)
+
+
+def _sentence_p(base_dir: Path, run_dir: Path, pair, system: str, seed: int,
+                base_system: str) -> str:
+    from .significance import paired_bootstrap
+    from .translation.textio import read_lines
+
+    stats_of, score, _ = _bleu_scorer(Path(pair.raw) / f"test.{pair.tgt}", pair.tgt)
+    base = stats_of(read_lines(base_dir / f"{base_system}@{seed}.test.{pair.tgt}"))
+    sys_ = stats_of(read_lines(run_dir / f"{system}@{seed}.test.{pair.tgt}"))
+    result = paired_bootstrap(base, sys_, score)
+    return "identical" if result.identical else f"{result.p_value:.3f}"

@@ -55,13 +55,13 @@ class SSANOptions(FairseqDataclass):
         metadata={"help": "start every head's policy logits near B (the policy projection's "
                           "biases set so that b_q . b_k = B per head): sigmoid(B) of the pairs "
                           "selected at the first update instead of half; 0: the paper's "
-                          "initialisation (docs/design.md, section 1.5)"},
+                          "initialisation (docs/design.md, section 1.8)"},
     )
     ssan_dense_warmup: int = field(
         default=0,
         metadata={"help": "attend to every pair (no selection, the policy idle) for the first "
                           "N >= 0 updates, then select; 0: select from the first update, as in "
-                          "the paper (docs/design.md, section 1.5)"},
+                          "the paper (docs/design.md, section 1.8)"},
     )
     ssan_scale_policy_logits: bool = field(
         default=False,

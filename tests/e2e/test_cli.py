@@ -135,6 +135,8 @@ def test_checkpoint_needs_only_allow_listed_globals(ssan_run):
     (["--ssan-tau", "-1"], "--ssan-tau must be finite and > 0"),
     (["--select-scale", "-1"], "--select-scale must be finite and >= 0"),
     (["--nce-scale", "-0.1"], "--nce-scale must be finite and >= 0"),
+    (["--ssan-dense-warmup", "-1"], "--ssan-dense-warmup must be >= 0"),
+    (["--ssan-policy-init-bias", "inf"], "--ssan-policy-init-bias must be finite"),
 ])
 def test_bad_options_stop_before_training(tiny_bin, tmp_path, flags, message):
     save = tmp_path / "never"
@@ -167,3 +169,27 @@ def test_native_kernel_from_the_cli(tiny_bin, tmp_path, monkeypatch):
     assert proc.returncode != 0
     assert "no-such-compiler-ssan" in proc.stderr and "--ssan-kernel torch" in proc.stderr
     assert not (never / "checkpoint_last.pt").exists()
+
+
+def test_start_options_train_resume_and_decode(tiny_bin, tmp_path):
+    """--ssan-dense-warmup 4 --ssan-policy-init-bias 3 through fairseq-train: the first
+    validation (update 3, inside the warm-up) sees every pair selected; the update number is in
+    the checkpoint (the last update trained, 0-based: 2 after three updates) and a resumed run
+    continues it; generate decodes with selection."""
+    save = tmp_path / "start"
+    flags = ["--ssan-dense-warmup", 4, "--ssan-policy-init-bias", 3]
+    proc = run_cli("fairseq-train", tiny_bin, *TRAIN, *SSAN, *flags, "--max-update", 3,
+                   "--save-dir", save)
+    valid = [l for l in (proc.stdout + proc.stderr).splitlines() if "valid on 'valid'" in l]
+    assert valid and float(re.search(r"\| sel ([0-9.]+)", valid[-1]).group(1)) == 1.0
+    state = torch.load(save / "checkpoint_last.pt", map_location="cpu")
+    counters = {k: int(v) for k, v in state["model"].items() if k.endswith("self_attn.num_updates")}
+    assert counters and set(counters.values()) == {2}
+    run_cli("fairseq-train", tiny_bin, *TRAIN, *SSAN, *flags, "--max-update", 8,
+            "--save-dir", save)
+    state = torch.load(save / "checkpoint_last.pt", map_location="cpu")
+    assert {int(v) for k, v in state["model"].items() if k.endswith("num_updates")} == {7}
+    out = run_cli("fairseq-generate", tiny_bin, "--user-dir", PLUGIN_DIR, "--cpu", "--path",
+                  save / "checkpoint_last.pt", "--gen-subset", "test", "--beam", 2,
+                  "--batch-size", 8, "--required-batch-size-multiple", 1)
+    assert len(re.findall(r"^H-\d+\t", out.stdout, re.M)) == 37

@@ -59,6 +59,23 @@ def stability_blocks():
             "stability-demo-verdicts": verdict_table(rows)}
 
 
+SRL_SPECS = (  # (comparison, baseline runs, system runs) of examples/srl/experiments
+    ("SAN vs SSAN, predicate distance, lr 4e-3", "d10lr4-3k_san", "d10lr4-3k_ssan"),
+    ("SAN vs SSAN, characters, lr 2e-3", "ch32lr2_san", "ch32lr2_ssan"),
+    ("SAN vs SSAN with the straight-through cap at 0", "ch32lr2_san", "ch32lr2cap0_ssan"),
+    ("SAN: lr decay and word dropout vs lr 2e-3", "ch32lr2_san", "ch32decaywd_san"),
+)
+
+
+def srl_blocks():
+    from ssan_plugin.result_tables import srl_comparisons, srl_gold_props, verdict_table
+
+    dev = ROOT.parent / "shared" / "data" / "srl" / "ewt" / "dev.gold_conll"
+    gold = srl_gold_props(dev, ROOT / "runs" / "results" / "srl.dev.gold.props")
+    rows = srl_comparisons(ROOT / "examples" / "srl" / "experiments", gold, SRL_SPECS)
+    return {"srl-verdicts": verdict_table(rows, metric="dev F1")}
+
+
 def readme_blocks():
     """The demo's table as a fresh `make demo` printed it (examples/stability/demo_run.json,
     written by `scripts/demo.py --record`; a test pins its recipe to the demo's)."""
@@ -75,6 +92,7 @@ def readme_blocks():
 
 FILES = {
     ROOT / "README.md": readme_blocks,
+    ROOT / "examples" / "srl" / "RESULTS.md": srl_blocks,
     ROOT / "examples" / "translation" / "RESULTS.md": translation_blocks,
     ROOT / "examples" / "stability" / "RESULTS.md": stability_blocks,
 }

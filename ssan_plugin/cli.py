@@ -392,7 +392,9 @@ def load_checkpoint(path, expect_task: Optional[str] = None, expect_arch: Option
 
     import torch
 
-    import ssan_plugin  # noqa: F401  (allow-lists the globals fairseq checkpoints pickle)
+    from .checkpoint_safety import allow_fairseq_checkpoint_globals
+
+    allow_fairseq_checkpoint_globals()  # the globals fairseq checkpoints pickle (idempotent)
 
     path = Path(path)
     label = f"{what} {path}".strip()

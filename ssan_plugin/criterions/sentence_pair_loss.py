@@ -4,9 +4,10 @@ Per pair b, the task loss L_b is the sum over the model's heads of
 
 - entailment: fairseq's label-smoothed cross-entropy over the 3 labels (``--label-smoothing``,
   default 0);
-- relatedness, ``--relatedness-loss kl`` (task option): KL(p_b || q_b) between Tai et al.'s
-  (2015) target distribution over the scores 1..5 (``pairs.metrics.relatedness_distribution``)
-  and the model's softmax; ``mse``: (score_b - y_b)^2 with score = 1 + 4 sigmoid(output).
+- relatedness, ``--relatedness-loss kl`` (task option, read from the task when the criterion
+  is built: ``relatedness_loss``): KL(p_b || q_b) between Tai et al.'s (2015) target
+  distribution over the scores 1..5 (``pairs.relatedness.relatedness_distribution``) and the
+  model's softmax; ``mse``: (score_b - y_b)^2 with score = 1 + 4 sigmoid(output).
 
 Everything else is ``selective_label_smoothed_cross_entropy``'s (its methods, not a copy): the
 selection regularisers ``--select-scale`` / ``--nce-scale`` (times sample_size), REINFORCE for
@@ -25,8 +26,7 @@ from fairseq import metrics, utils
 from fairseq.criterions import register_criterion
 from fairseq.criterions.label_smoothed_cross_entropy import label_smoothed_nll_loss
 
-from ..models.pair_classifier import relatedness_scores
-from ..pairs.metrics import relatedness_distribution
+from ..pairs.relatedness import relatedness_distribution, relatedness_scores
 from .selective_label_smoothed_cross_entropy import (
     SelectiveLabelSmoothedCrossEntropyConfig,
     SelectiveLabelSmoothedCrossEntropyCriterion,
@@ -46,7 +46,9 @@ class SentencePairLossCriterion(SelectiveLabelSmoothedCrossEntropyCriterion):
             raise ValueError("--ignore-prefix-size does not apply to sentence_pair_loss")
         if not hasattr(task, "heads"):
             raise ValueError("sentence_pair_loss needs --task sentence_pair")
-        return super().build_criterion(cfg, task)
+        criterion = super().build_criterion(cfg, task)
+        criterion.relatedness_loss = task.relatedness_loss  # the task's --relatedness-loss
+        return criterion
 
     def pair_losses(self, logits, target):
         """-> (loss (B,) with smoothing, nll (B,) without, logging entries)."""
@@ -62,8 +64,8 @@ class SentencePairLossCriterion(SelectiveLabelSmoothedCrossEntropyCriterion):
         if "relatedness" in logits:
             output = logits["relatedness"].float()
             gold = target["relatedness"].float()
-            predicted = relatedness_scores(output)
-            if output.size(-1) == 1:
+            predicted = relatedness_scores(output, self.relatedness_loss)
+            if self.relatedness_loss == "mse":
                 rel = (predicted - gold) ** 2
             else:
                 p = relatedness_distribution(gold, output.size(-1))

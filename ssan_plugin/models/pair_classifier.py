@@ -4,7 +4,9 @@ The protocol of DiSAN, Bi-BloSAN and ReSAN for NLI/relatedness: each sentence be
 vector (no attention across the two sentences), ``u`` and ``v``; the pair is classified from
 ``[u; v; u - v; u * v]`` by an MLP (one ReLU hidden layer of ``--pair-mlp-dim`` units, dropout)
 with one linear head per target of the task (``task.heads``: ``entailment`` -> 3 logits,
-``relatedness`` -> 5 logits for Tai et al.'s KL form or 1 for regression to [1, 5]).
+``relatedness`` -> 5 logits for Tai et al.'s KL form or 1 for regression to [1, 5]). The task's
+``--relatedness-loss`` comes with it (``task.relatedness_loss``, kept as ``relatedness_loss``):
+``predict`` reads the relatedness head as that option says (``pairs.relatedness``).
 
 Encoder: fairseq's TransformerEncoder whose self-attention is chosen by ``--pair-encoder``
 from the registry models.variants.ENCODER_VARIANTS (each variant's own options, layer list and
@@ -34,12 +36,12 @@ from fairseq.models.transformer import Embedding
 from fairseq.models.transformer.transformer_legacy import base_architecture
 
 from ..modules.selection import SelectionStats
+from ..pairs.relatedness import check_relatedness_loss, relatedness_scores
 from .architectures import transformer_small
 from .variant_transformer import VariantTransformerEncoder
 from .variants import ENCODER_VARIANTS, add_encoder_args
 
 POOLINGS = ("mean", "source2token")
-RELATEDNESS_LEVELS = 5  # scores 1..5
 
 
 class Source2Token(nn.Module):
@@ -88,21 +90,12 @@ def pair_records(records: List[SelectionStats], bsz: int) -> List[SelectionStats
     return out
 
 
-def relatedness_scores(logits):
-    """Head output -> predicted relatedness in [1, 5]: the expectation of the 5-level
-    distribution (KL form) or 1 + 4 sigmoid (regression, one output)."""
-    logits = logits.float()
-    if logits.size(-1) == 1:
-        return 1 + 4 * torch.sigmoid(logits.squeeze(-1))
-    levels = torch.arange(1, logits.size(-1) + 1, dtype=logits.dtype, device=logits.device)
-    return torch.softmax(logits, dim=-1) @ levels
-
-
 @register_model("pair_classifier")
 class PairClassifierModel(BaseFairseqModel):
-    def __init__(self, args, encoder, pooling, mlp, heads: Dict[str, int]):
+    def __init__(self, args, encoder, pooling, mlp, heads: Dict[str, int], relatedness_loss: str):
         super().__init__()
         self.args = args
+        self.relatedness_loss = check_relatedness_loss(relatedness_loss)  # the task's option
         self.encoder = encoder
         self.pooling = pooling  # a Source2Token, or None for mean pooling
         self.mlp = mlp
@@ -133,7 +126,7 @@ class PairClassifierModel(BaseFairseqModel):
         if args.pair_mlp_dim < 1:
             raise ValueError(f"--pair-mlp-dim must be >= 1, got {args.pair_mlp_dim}")
         mlp = nn.Linear(4 * dim, args.pair_mlp_dim)
-        return cls(args, encoder, pooling, mlp, task.heads)
+        return cls(args, encoder, pooling, mlp, task.heads, task.relatedness_loss)
 
     def max_positions(self):
         return self.encoder.max_positions()
@@ -164,7 +157,7 @@ class PairClassifierModel(BaseFairseqModel):
         if "entailment" in logits:
             out["label"] = logits["entailment"].argmax(dim=-1)
         if "relatedness" in logits:
-            out["score"] = relatedness_scores(logits["relatedness"])
+            out["score"] = relatedness_scores(logits["relatedness"], self.relatedness_loss)
         return out
 
 

@@ -33,7 +33,7 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from .selective_attention import save_sampled_for_backward
+from .sampled_backward import save_sampled_for_backward
 
 logger = logging.getLogger(__name__)
 

@@ -16,6 +16,7 @@ from fairseq.modules import MultiheadAttention
 from torch import Tensor
 
 from .encoder_layer import check_encoder_self_attention_call
+from .sampled_backward import save_sampled_for_backward
 from .selection import (
     SelectionReporter,
     SelectionStats,
@@ -150,20 +151,6 @@ def selective_softmax(
         pad = key_padding_mask.view(key_padding_mask.size(0), 1, 1, -1).to(torch.bool)
     return _SelectiveSoftmax.apply(logits.float(), select.float(), pad,
                                    _check_cap(straight_through_cap))
-
-
-
-def save_sampled_for_backward(ctx, out: Tensor, weight: Tensor, chosen: Tensor,
-                              slope: Optional[Tensor]) -> Tensor:
-    """What both training kernels (this module's and native.py's) keep and return: saves ATT,
-    w and, when the sample carries a gradient (``slope`` given), the slope; returns the sample
-    A, float32 and differentiable with a slope, else the bool ``chosen`` as a constant."""
-    if slope is not None:
-        ctx.save_for_backward(out, weight, slope)
-        return chosen.to(torch.float32)
-    ctx.save_for_backward(out, weight)
-    ctx.mark_non_differentiable(chosen)
-    return chosen
 
 
 class _SampledSelectiveSoftmax(torch.autograd.Function):

@@ -5,8 +5,10 @@
 - ``datadir``: the prepared data directory's layout (shared by the writer and every reader);
 - ``prepare``: raw pairs -> normalised, sentencepiece (or word) encoded fairseq data + manifest,
   through the translation pipeline's own functions;
-- ``metrics``: accuracy, per-class F1, confusion matrix, Pearson / Spearman / MSE, Tai et al.'s
-  relatedness distribution, paired tests;
+- ``metrics``: accuracy, per-class F1, confusion matrix, Pearson / Spearman / MSE, paired
+  tests;
+- ``relatedness``: the relatedness head's maths under ``--relatedness-loss`` (Tai et al.'s
+  target distribution, the predicted score), shared by the model and the criterion;
 - ``transfer``: a translation encoder's weights into the pair model's encoder;
 - ``evaluate``: checkpoints -> predictions, metrics and comparisons.
 

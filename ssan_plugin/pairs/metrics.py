@@ -1,5 +1,6 @@
 """Sentence-pair metrics: entailment accuracy, per-class F1, confusion matrix; relatedness
-Pearson r, Spearman rho (scipy) and MSE; Tai et al.'s target distribution; paired tests.
+Pearson r, Spearman rho (scipy) and MSE; paired tests. Tai et al.'s target distribution lives
+with the rest of the relatedness maths in ``relatedness`` (re-exported here).
 
 Paired tests (``compare``) use ``ssan_plugin.significance.paired_bootstrap`` (two-sided, ties
 counted, add-one: identical predictions give p = 1) on per-pair sufficient statistics:
@@ -13,22 +14,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from .corpus import LABELS
-
-
-def relatedness_distribution(scores, levels: int = 5):
-    """Tai et al. (2015): y in [1, K] -> p with p_floor(y) = floor(y) - y + 1,
-    p_floor(y)+1 = y - floor(y), 0 elsewhere (1-based levels), so that sum_j j p_j = y.
-    Works on a torch tensor (B,) -> (B, K) or a numpy array."""
-    import torch
-
-    y = torch.as_tensor(scores, dtype=torch.float32).clamp(1, levels)
-    low = y.floor().clamp(max=levels - 1)  # y = K goes to levels K-1 (weight 0) and K (1)
-    upper_weight = y - low
-    p = torch.zeros(*y.shape, levels, dtype=torch.float32, device=y.device)
-    idx = (low - 1).long().unsqueeze(-1)
-    p.scatter_(-1, idx, (1 - upper_weight).unsqueeze(-1))
-    p.scatter_(-1, idx + 1, upper_weight.unsqueeze(-1))
-    return p
+from .relatedness import relatedness_distribution  # noqa: F401  (its former home; a public name)
 
 
 def entailment_metrics(gold: Sequence[str], predicted: Sequence[str]) -> dict:

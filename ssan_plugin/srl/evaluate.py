@@ -20,9 +20,9 @@ from typing import Dict, List, Sequence, Tuple
 
 import torch
 from fairseq import checkpoint_utils, utils
+from fairseq.tasks import TASK_REGISTRY
 
 from ..cli import InputError, check_input_dir, check_output_file, load_checkpoint
-from ..tasks.srl import SRLTask
 from . import datadir
 from .brackets import bio_to_brackets
 from .props import PropsSentence, read_props, write_props
@@ -64,7 +64,8 @@ def check_subset(data: str, subset: str) -> dict:
 def load_srl_checkpoint(checkpoint: str, data: str, cpu: bool = False):
     """(model in eval mode, SRLTask on ``data``, whether on CUDA); EvaluationError otherwise
     (ssan_plugin.cli.load_checkpoint's checks: a file, not empty or truncated, safe to load,
-    task ``srl`` and an ``srl_tagger*`` architecture)."""
+    task ``srl`` and an ``srl_tagger*`` architecture). The task class is the one registered as
+    ``srl`` (tasks/srl.py registers it; this package sits below tasks/ and never imports it)."""
     if not os.path.exists(data):
         raise EvaluationError(f"{data} does not exist")
     _checked(check_input_dir, data, "--data")
@@ -75,7 +76,7 @@ def load_srl_checkpoint(checkpoint: str, data: str, cpu: bool = False):
     models, _, task = checkpoint_utils.load_model_ensemble_and_task(
         [checkpoint], arg_overrides={"data": data}
     )
-    if not isinstance(task, SRLTask):
+    if not isinstance(task, TASK_REGISTRY["srl"]):
         raise EvaluationError(f"{checkpoint} was not trained with --task srl")
     model = models[0]
     use_cuda = torch.cuda.is_available() and not cpu
@@ -85,9 +86,10 @@ def load_srl_checkpoint(checkpoint: str, data: str, cpu: bool = False):
     return model, task, use_cuda
 
 
-def decode_subset(task: SRLTask, model, subset: str, batch_size: int,
+def decode_subset(task, model, subset: str, batch_size: int,
                   use_cuda: bool) -> Dict[int, List[str]]:
-    """{instance id: [BIO tag per word]} for every instance of the subset (checked)."""
+    """{instance id: [BIO tag per word]} for every instance of the subset (checked); ``task``
+    is the ``srl`` task (``SRLTask``) of :func:`load_srl_checkpoint`."""
     task.load_dataset(subset)
     dataset = task.dataset(subset)
     itr = task.get_batch_iterator(

@@ -38,14 +38,13 @@ from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.tasks import FairseqTask, register_task
 from omegaconf import II, MISSING
 
-from ..models.pair_classifier import RELATEDNESS_LEVELS
 from ..pairs import datadir
 from ..pairs.corpus import LABELS
+from ..pairs.relatedness import RELATEDNESS_LOSSES, check_relatedness_loss, relatedness_outputs
 
 logger = logging.getLogger(__name__)
 
 PAIR_TARGETS = ("entailment", "relatedness", "both")
-RELATEDNESS_LOSSES = ("kl", "mse")
 
 
 @dataclass
@@ -91,8 +90,15 @@ class SentencePairTask(FairseqTask):
         if self.cfg.pair_target in ("entailment", "both"):
             heads["entailment"] = len(LABELS)
         if self.cfg.pair_target in ("relatedness", "both"):
-            heads["relatedness"] = RELATEDNESS_LEVELS if self.cfg.relatedness_loss == "kl" else 1
+            heads["relatedness"] = relatedness_outputs(self.relatedness_loss)
         return heads
+
+    @property
+    def relatedness_loss(self) -> str:
+        """``--relatedness-loss`` (``kl`` or ``mse``): the relatedness head's size (``heads``),
+        how the model reads it (``PairClassifierModel.relatedness_loss``) and which loss the
+        criterion takes (``SentencePairLossCriterion.relatedness_loss``)."""
+        return check_relatedness_loss(self.cfg.relatedness_loss)
 
     @property
     def source_dictionary(self):

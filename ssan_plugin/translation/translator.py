@@ -106,8 +106,10 @@ class Translator:
         from fairseq.hub_utils import GeneratorHubInterface
         from omegaconf import open_dict
 
-        import ssan_plugin  # noqa: F401  (registers the models and the torch.load allow-list)
-
+        # The plugin's models and tasks are registered by the package root
+        # (ssan_plugin/__init__.py), which Python runs before any of its submodules, this one
+        # included; check_checkpoint (cli.load_checkpoint) puts the fairseq checkpoint globals
+        # on torch.load's allow-list before fairseq loads the checkpoint below.
         self.options = options or TranslateOptions()
         self.options.validate()
         self.checkpoint, self.data_dir = Path(checkpoint), Path(data_dir)

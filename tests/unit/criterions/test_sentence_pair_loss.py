@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from helpers.pairs_cli import TINY_PAIR_MODEL, batch, build_pair, prepare_in_process, sick_rows
 
-from ssan_plugin.pairs.metrics import relatedness_distribution
+from ssan_plugin.pairs.relatedness import relatedness_distribution
 
 
 @pytest.fixture(scope="module")
@@ -17,6 +17,7 @@ def data(tmp_path_factory):
 
 def run(data, *argv, train=False):
     task, model, criterion = build_pair(data, *TINY_PAIR_MODEL, *argv)
+    assert criterion.relatedness_loss == model.relatedness_loss == task.cfg.relatedness_loss
     model.train(train)
     sample = batch(task)
     torch.manual_seed(0)

@@ -10,7 +10,6 @@ from ssan_plugin.models.pair_classifier import (
     mean_pool,
     pair_features,
     pair_records,
-    relatedness_scores,
     stack_pair,
 )
 from ssan_plugin.modules.selection import SelectionStats
@@ -54,6 +53,7 @@ def test_heads_follow_the_task_target(data):
                                 ("relatedness", "mse", {"relatedness": 1}),
                                 ("both", "kl", {"entailment": 3, "relatedness": 5})):
         task, model, _ = tiny(data, "--pair-target", target, "--relatedness-loss", loss)
+        assert model.relatedness_loss == loss  # the task's option, handed over explicitly
         sample = batch(task)
         logits, extra = model(**sample["net_input"])
         assert {k: v.shape for k, v in logits.items()} == {k: (6, n) for k, n in sizes.items()}
@@ -106,6 +106,3 @@ def test_small_functions():
     assert mean_pool(x, torch.tensor([[False, False, True]])).tolist() == [[2.0, 3.0]]
     u, v = torch.tensor([[1.0, 2.0]]), torch.tensor([[3.0, 5.0]])
     assert pair_features(u, v).tolist() == [[1, 2, 3, 5, -2, -3, 3, 10]]
-    assert relatedness_scores(torch.tensor([[0.0]])).tolist() == [3.0]
-    big = torch.tensor([[-50.0, -50.0, -50.0, 50.0, -50.0]])
-    assert relatedness_scores(big).tolist() == pytest.approx([4.0])

@@ -1,8 +1,7 @@
-"""Pair metrics against direct computations; Tai et al.'s distribution; the paired tests."""
+"""Pair metrics against direct computations; the paired tests."""
 
 import numpy as np
 import pytest
-import torch
 
 from ssan_plugin.pairs.corpus import LABELS
 from ssan_plugin.pairs.metrics import (
@@ -12,7 +11,6 @@ from ssan_plugin.pairs.metrics import (
     compare,
     compare_groups,
     entailment_metrics,
-    relatedness_distribution,
     relatedness_metrics,
 )
 
@@ -58,15 +56,6 @@ def test_relatedness_metrics_match_direct_formulas():
     assert m["spearman"] == pytest.approx((rxc @ ryc) / np.sqrt((rxc @ rxc) * (ryc @ ryc)))
     assert m["mse"] == pytest.approx(np.mean((X - Y) ** 2))
     assert np.isnan(relatedness_metrics([1.0, 2.0], [3.0, 3.0])["pearson"])
-
-
-@pytest.mark.parametrize("y, expected", [
-    (1.0, [1, 0, 0, 0, 0]), (5.0, [0, 0, 0, 0, 1]), (3.6, [0, 0, 0.4, 0.6, 0]),
-    (4.5, [0, 0, 0, 0.5, 0.5]), (2.0, [0, 1, 0, 0, 0])])
-def test_tai_distribution(y, expected):
-    p = relatedness_distribution(torch.tensor([y]))[0]
-    assert p.tolist() == pytest.approx(expected)
-    assert float(p @ torch.arange(1.0, 6.0)) == pytest.approx(y)  # its expectation is y
 
 
 def test_paired_statistics_reproduce_the_metrics():

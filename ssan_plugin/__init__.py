@@ -56,6 +56,11 @@ from .clean_exit import register as _register_clean_exit  # noqa: E402
 
 _register_clean_exit()  # fairseq-train's prefetch thread could abort the exit (clean_exit)
 
+from .cli import install_option_error_hook  # noqa: E402
+
+# a plugin option refused while fairseq builds the model: one line and exit 2, as argparse does
+install_option_error_hook()
+
 from . import criterions, models  # noqa: E402,F401  (registrations)
 from .tasks import sentence_pair, srl  # noqa: E402,F401  (register the tasks)
 

@@ -458,12 +458,14 @@ class Runner:
             rows.append({"run": run.key, "state": state})
         return rows
 
-    def run(self, only: Optional[str] = None, limit: Optional[int] = None):
-        """Everything not done yet, in plan order; ``only``: runs whose key contains it;
+    def run(self, only=None, limit: Optional[int] = None):
+        """Everything not done yet, in plan order; ``only``: runs whose key contains it (a
+        string, or a list: any of them);
         ``limit``: stop after that many trainings (finished or resumed)."""
         trained = 0
         for run in self.plan.runs():
-            if only and only not in run.key:
+            if only and not any(text in run.key for text in
+                                ([only] if isinstance(only, str) else only)):
                 continue
             save = run.directory(self.out)
             if self.archived(run) is not None:

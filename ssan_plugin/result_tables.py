@@ -280,6 +280,7 @@ class SeedSpread:
     bleu: List[float]
     valid_loss: List[float]
     first_sel: List[Dict[str, float]]
+    max_gnorm: List[float]  # per seed, the largest logged gradient norm (interval means)
 
     def sd(self, values: Sequence[float]) -> float:
         return float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
@@ -294,24 +295,28 @@ def seed_spreads(plan, study: str, pair: str) -> List[SeedSpread]:
         if not by_seed:
             continue
         seeds = sorted(by_seed)
-        bleu, loss, sel = [], [], []
+        bleu, loss, sel, gnorm = [], [], [], []
         for s in seeds:
             d = by_seed[s]
             bleu.append(json.loads((d / "test.json").read_text())["systems"][0]["bleu"])
             loss.append(json.loads((d / "train.json").read_text())["best_valid_loss"])
             sel.append(first_validation(d))
-        out.append(SeedSpread(system, seeds, bleu, loss, sel))
+            gnorm.append(max(float(r["gnorm"]) for r in _curve(d)
+                             if r.get("kind") != "valid" and "gnorm" in r))
+        out.append(SeedSpread(system, seeds, bleu, loss, sel, gnorm))
     return out
 
 
 def spread_table(spreads: Sequence[SeedSpread]) -> str:
     """Markdown: per system its seeds' BLEU and best valid loss (each seed, mean ± sd, sd as a
-    multiple of the baseline's, the first system) and, at the first validation, the lowest
-    selection rate of any layer over the seeds."""
+    multiple of the baseline's, the first system), at the first validation the lowest
+    selection rate of any layer over the seeds, and each seed's largest logged gradient norm
+    (a mean over a log interval, before clipping)."""
     base = spreads[0]
     out = ["| system | seeds | test BLEU per seed | BLEU mean ± sd | sd / baseline sd | "
            "best valid loss mean ± sd | loss sd / baseline sd | first validation: lowest "
-           "layer selection rate over seeds |", "|---|---|---|---|---|---|---|---|"]
+           "layer selection rate over seeds | largest gradient norm per seed |",
+           "|---|---|---|---|---|---|---|---|---|"]
     for s in spreads:
         ratio = s.sd(s.bleu) / base.sd(base.bleu) if base.sd(base.bleu) > 0 else float("nan")
         loss_ratio = (s.sd(s.valid_loss) / base.sd(base.valid_loss)
@@ -323,7 +328,7 @@ def spread_table(spreads: Sequence[SeedSpread]) -> str:
         out.append(f"| {s.system} | {len(s.seeds)} | " + " ".join(f"{b:.2f}" for b in s.bleu)
                    + f" | {np.mean(s.bleu):.2f} ± {s.sd(s.bleu):.2f} | {ratio:.2f} | "
                    f"{np.mean(s.valid_loss):.3f} ± {s.sd(s.valid_loss):.3f} | {loss_ratio:.2f} "
-                   f"| {first} |")
+                   f"| {first} | " + " ".join(f"{g:.3g}" for g in s.max_gnorm) + " |")
     return "\n".join(out)
 
 

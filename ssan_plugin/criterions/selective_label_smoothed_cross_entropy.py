@@ -50,6 +50,7 @@ from omegaconf import II
 from torch import Tensor
 
 from ..modules.selection import SelectionReporter, SelectionStats
+from ..cli import OptionError
 
 PENALTY_FORMS = ("rate", "count")
 BASELINES = ("batch", "running", "none")
@@ -110,7 +111,7 @@ def policy_gradient_loss(rewards: Tensor, baseline: Tensor, log_prob: Tensor) ->
 def check_finite_nonnegative(**options) -> None:
     for name, value in options.items():
         if not 0 <= value < math.inf:
-            raise ValueError(f"--{name.replace('_', '-')} must be finite and >= 0, got {value}")
+            raise OptionError(f"--{name.replace('_', '-')} must be finite and >= 0, got {value}")
 
 
 @register_criterion(
@@ -136,7 +137,7 @@ class SelectiveLabelSmoothedCrossEntropyCriterion(LabelSmoothedCrossEntropyCrite
         """fairseq passes every field of the config by name; defaults are the config's."""
         super().__init__(task, sentence_avg, label_smoothing, ignore_prefix_size, report_accuracy)
         if not 0 <= label_smoothing < 1:
-            raise ValueError(f"--label-smoothing must lie in [0, 1), got {label_smoothing}")
+            raise OptionError(f"--label-smoothing must lie in [0, 1), got {label_smoothing}")
         check_finite_nonnegative(select_scale=select_scale, nce_scale=nce_scale,
                                  resa_lambda=resa_lambda, resa_policy_weight=resa_policy_weight)
         for option, value, allowed in (
@@ -147,7 +148,7 @@ class SelectiveLabelSmoothedCrossEntropyCriterion(LabelSmoothedCrossEntropyCrite
             if value not in allowed:
                 raise ValueError(f"{option} must be one of {allowed}, got {value!r}")
         if not 0 <= resa_baseline_momentum < 1:
-            raise ValueError(f"--resa-baseline-momentum must lie in [0, 1), got {resa_baseline_momentum}")
+            raise OptionError(f"--resa-baseline-momentum must lie in [0, 1), got {resa_baseline_momentum}")
         self.select_scale = float(select_scale)
         self.nce_scale = float(nce_scale)
         self.select_penalty_form = str(select_penalty_form)

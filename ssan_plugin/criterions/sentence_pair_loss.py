@@ -31,6 +31,7 @@ from .selective_label_smoothed_cross_entropy import (
     SelectiveLabelSmoothedCrossEntropyConfig,
     SelectiveLabelSmoothedCrossEntropyCriterion,
 )
+from ..cli import OptionError
 
 
 @dataclass
@@ -43,9 +44,9 @@ class SentencePairLossCriterion(SelectiveLabelSmoothedCrossEntropyCriterion):
     @classmethod
     def build_criterion(cls, cfg, task):
         if cfg.ignore_prefix_size:
-            raise ValueError("--ignore-prefix-size does not apply to sentence_pair_loss")
+            raise OptionError("--ignore-prefix-size does not apply to sentence_pair_loss")
         if not hasattr(task, "heads"):
-            raise ValueError("sentence_pair_loss needs --task sentence_pair")
+            raise OptionError("sentence_pair_loss needs --task sentence_pair")
         criterion = super().build_criterion(cfg, task)
         criterion.relatedness_loss = task.relatedness_loss  # the task's --relatedness-loss
         return criterion

@@ -16,6 +16,7 @@ from .selective_label_smoothed_cross_entropy import (
     SelectiveLabelSmoothedCrossEntropyConfig,
     SelectiveLabelSmoothedCrossEntropyCriterion,
 )
+from ..cli import OptionError
 
 
 @dataclass
@@ -28,7 +29,7 @@ class SRLCrossEntropyCriterion(SelectiveLabelSmoothedCrossEntropyCriterion):
     @classmethod
     def build_criterion(cls, cfg, task):
         if cfg.ignore_prefix_size:
-            raise ValueError("--ignore-prefix-size does not apply to srl_cross_entropy")
+            raise OptionError("--ignore-prefix-size does not apply to srl_cross_entropy")
         return super().build_criterion(cfg, task)
 
     def get_lprobs_and_target(self, model, net_output, sample):

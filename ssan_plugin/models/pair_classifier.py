@@ -40,6 +40,7 @@ from ..pairs.relatedness import check_relatedness_loss, relatedness_scores
 from .architectures import transformer_small
 from .variant_transformer import VariantTransformerEncoder
 from .variants import ENCODER_VARIANTS, add_encoder_args
+from ..cli import OptionError
 
 POOLINGS = ("mean", "source2token")
 
@@ -124,7 +125,7 @@ class PairClassifierModel(BaseFairseqModel):
             encoder = variant.build_variant_encoder(args, words, embed_tokens)
         pooling = Source2Token(dim) if args.pair_pooling == "source2token" else None
         if args.pair_mlp_dim < 1:
-            raise ValueError(f"--pair-mlp-dim must be >= 1, got {args.pair_mlp_dim}")
+            raise OptionError(f"--pair-mlp-dim must be >= 1, got {args.pair_mlp_dim}")
         mlp = nn.Linear(4 * dim, args.pair_mlp_dim)
         return cls(args, encoder, pooling, mlp, task.heads, task.relatedness_loss)
 
@@ -166,7 +167,7 @@ def pair_classifier(args):
     """fairseq's base Transformer encoder shape; source2token pooling; the variants' defaults."""
     args.pair_encoder = getattr(args, "pair_encoder", None) or "san"
     if args.pair_encoder not in ENCODER_VARIANTS:
-        raise ValueError(f"--pair-encoder {args.pair_encoder!r}: choose from {sorted(ENCODER_VARIANTS)}")
+        raise OptionError(f"--pair-encoder {args.pair_encoder!r}: choose from {sorted(ENCODER_VARIANTS)}")
     args.pair_pooling = getattr(args, "pair_pooling", None) or "source2token"
     for variant in ENCODER_VARIANTS.values():
         if variant is not None:

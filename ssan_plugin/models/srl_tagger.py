@@ -30,6 +30,7 @@ from fairseq.models.transformer.transformer_legacy import base_architecture
 
 from .variant_transformer import VariantTransformerEncoder
 from .variants import ENCODER_VARIANTS, add_encoder_args
+from ..cli import OptionError
 
 
 def predicate_position(predicate):
@@ -79,10 +80,10 @@ class SRLEncoder(VariantTransformerEncoder):
         nn.init.normal_(self.embed_predicate.weight, mean=0, std=dim**-0.5)
         self.max_distance = int(getattr(args, "srl_predicate_distance", 0) or 0)
         if self.max_distance < 0:
-            raise ValueError(f"--srl-predicate-distance must be >= 0, got {self.max_distance}")
+            raise OptionError(f"--srl-predicate-distance must be >= 0, got {self.max_distance}")
         self.word_dropout = float(getattr(args, "srl_word_dropout", 0) or 0)
         if not 0 <= self.word_dropout < 1:
-            raise ValueError(f"--srl-word-dropout must be in [0, 1), got {self.word_dropout}")
+            raise OptionError(f"--srl-word-dropout must be in [0, 1), got {self.word_dropout}")
         self.char_features = None  # CharacterCNN, set by enable_char_features
         self.embed_distance = None
         if self.max_distance > 0:
@@ -123,7 +124,7 @@ class SRLEncoder(VariantTransformerEncoder):
             token_embeddings = token_embeddings + self.embed_distance(self.predicate_distance(predicate))
         if self.char_features is not None:
             if chars is None or chars.shape[:2] != src_tokens.shape:
-                raise ValueError("--srl-char-dim needs the (B, T, L) characters of the words: "
+                raise OptionError("--srl-char-dim needs the (B, T, L) characters of the words: "
                                  "a data directory with S.chars (scripts/prepare_srl.py), got "
                                  f"{None if chars is None else tuple(chars.shape)} for words "
                                  f"{tuple(src_tokens.shape)}")
@@ -188,7 +189,7 @@ class SRLTaggerModel(FairseqEncoderModel):
             encoder = variant.build_variant_encoder(args, words, embed_tokens, SRLEncoder)
         if args.srl_char_dim > 0:
             if getattr(task, "char_dict", None) is None:
-                raise ValueError("--srl-char-dim needs a data directory with characters "
+                raise OptionError("--srl-char-dim needs a data directory with characters "
                                  "(dict.chars.txt and S.chars): prepare it again with "
                                  "scripts/prepare_srl.py")
             encoder.enable_char_features(task.char_dict, args.srl_char_dim)
@@ -228,12 +229,12 @@ def srl_tagger(args):
     args.srl_word_dropout = getattr(args, "srl_word_dropout", None) or 0.0
     args.srl_char_dim = getattr(args, "srl_char_dim", None) or 0
     if args.srl_char_dim < 0:
-        raise ValueError(f"--srl-char-dim must be >= 0, got {args.srl_char_dim}")
+        raise OptionError(f"--srl-char-dim must be >= 0, got {args.srl_char_dim}")
     args.srl_classifier = getattr(args, "srl_classifier", None) or "linear"
     if args.srl_classifier not in CLASSIFIERS:
-        raise ValueError(f"--srl-classifier {args.srl_classifier!r}: choose from {CLASSIFIERS}")
+        raise OptionError(f"--srl-classifier {args.srl_classifier!r}: choose from {CLASSIFIERS}")
     if args.srl_encoder not in ENCODER_VARIANTS:
-        raise ValueError(f"--srl-encoder {args.srl_encoder!r}: choose from {sorted(ENCODER_VARIANTS)}")
+        raise OptionError(f"--srl-encoder {args.srl_encoder!r}: choose from {sorted(ENCODER_VARIANTS)}")
     for variant in ENCODER_VARIANTS.values():
         if variant is not None:
             variant.fill_defaults(args)

@@ -32,6 +32,7 @@ from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
 
 from ..modules import AttentionVariantEncoderLayer
 from ..modules.selection import SelectionReporter, SelectionStats, no_selection_statistics
+from ..cli import OptionError
 
 # build_attention(layer_index, embed_dim, cfg) -> the self-attention module of that layer
 LayerAttentionBuilder = Callable[[int, int, TransformerConfig], nn.Module]
@@ -44,12 +45,12 @@ def parse_layer_list(spec, num_layers: int, option: str) -> List[int]:
     try:
         layers = sorted({int(tok) for tok in str(spec).split(",")})
     except ValueError:
-        raise ValueError(
+        raise OptionError(
             f"{option} must be 'all' or comma-separated layer indices, got {spec!r}"
         ) from None
     bad = [i for i in layers if not 0 <= i < num_layers]
     if bad or not layers:
-        raise ValueError(
+        raise OptionError(
             f"{option} {spec!r}: indices must lie in [0, {num_layers - 1}] "
             f"(the encoder has {num_layers} layers)"
         )

@@ -30,6 +30,7 @@ from torch import Tensor
 from .disan import valid_weight
 from .multidim_attention import ATTENTION_IMPLEMENTATIONS, Source2Token, multidim_attention_probs
 from .variant_self_attention import VariantSelfAttention
+from ..cli import OptionError
 
 
 def default_block_length(length: int) -> int:
@@ -137,9 +138,9 @@ class BiBloSANAttention(VariantSelfAttention):
     def __init__(self, embed_dim: int, block_length: int = 0, c: float = 5.0, implementation: str = "naive"):
         super().__init__(embed_dim)
         if embed_dim % 2:
-            raise ValueError(f"Bi-BloSAN: --encoder-embed-dim must be even (two directions of C/2), got {embed_dim}")
+            raise OptionError(f"Bi-BloSAN: --encoder-embed-dim must be even (two directions of C/2), got {embed_dim}")
         if block_length < 0:
-            raise ValueError(f"--biblosan-block-length must be >= 0 (0 = ceil((2T)^(1/3))), got {block_length}")
+            raise OptionError(f"--biblosan-block-length must be >= 0 (0 = ceil((2T)^(1/3))), got {block_length}")
         half = embed_dim // 2
         self.fw = MaskedBlockSelfAttention(embed_dim, half, "fw", block_length, c, implementation)
         self.bw = MaskedBlockSelfAttention(embed_dim, half, "bw", block_length, c, implementation)

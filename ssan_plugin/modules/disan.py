@@ -21,6 +21,7 @@ from torch import Tensor
 
 from .multidim_attention import ATTENTION_IMPLEMENTATIONS, DIRECTIONS, multidim_attention_probs
 from .variant_self_attention import VariantSelfAttention
+from ..cli import OptionError
 
 
 def valid_weight(x: Tensor, pad: Optional[Tensor]) -> Tensor:
@@ -104,7 +105,7 @@ class DiSANAttention(VariantSelfAttention):
     def __init__(self, embed_dim: int, implementation: str = "blocked", query_block: int = 0, c: float = 5.0):
         super().__init__(embed_dim)
         if embed_dim % 2:
-            raise ValueError(f"DiSAN: --encoder-embed-dim must be even (two directions of C/2), got {embed_dim}")
+            raise OptionError(f"DiSAN: --encoder-embed-dim must be even (two directions of C/2), got {embed_dim}")
         half, names = embed_dim // 2, ("--disan-impl", "--disan-query-block")
         self.fw = DirectionalSelfAttention(embed_dim, half, "fw", c, implementation, query_block, names)
         self.bw = DirectionalSelfAttention(embed_dim, half, "bw", c, implementation, query_block, names)

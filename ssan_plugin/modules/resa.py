@@ -48,6 +48,7 @@ from .selection import (
     gumbel_sigmoid_straight_through,
 )
 from .variant_self_attention import VariantSelfAttention
+from ..cli import OptionError
 
 ESTIMATORS = ("reinforce", "gumbel")
 RESA_DIRECTIONS = ("none", "bi")
@@ -110,17 +111,17 @@ class ReSAAttention(SelectionReporter, VariantSelfAttention):
     ):
         super().__init__(embed_dim)
         if estimator not in ESTIMATORS:
-            raise ValueError(f"--resa-estimator must be one of {ESTIMATORS}, got {estimator!r}")
+            raise OptionError(f"--resa-estimator must be one of {ESTIMATORS}, got {estimator!r}")
         if direction not in RESA_DIRECTIONS:
-            raise ValueError(f"--resa-direction must be one of {RESA_DIRECTIONS}, got {direction!r}")
+            raise OptionError(f"--resa-direction must be one of {RESA_DIRECTIONS}, got {direction!r}")
         if warmup_updates < 0:
-            raise ValueError(f"--resa-warmup-updates must be >= 0, got {warmup_updates}")
+            raise OptionError(f"--resa-warmup-updates must be >= 0, got {warmup_updates}")
         if not 0 < tau < math.inf:
-            raise ValueError(f"--resa-tau must be finite and > 0, got {tau}")
+            raise OptionError(f"--resa-tau must be finite and > 0, got {tau}")
         if rss_hidden < 0:
-            raise ValueError(f"--resa-rss-hidden must be >= 0 (0 = embed dim), got {rss_hidden}")
+            raise OptionError(f"--resa-rss-hidden must be >= 0 (0 = embed dim), got {rss_hidden}")
         if direction == "bi" and embed_dim % 2:
-            raise ValueError(f"--resa-direction bi: --encoder-embed-dim must be even, got {embed_dim}")
+            raise OptionError(f"--resa-direction bi: --encoder-embed-dim must be even, got {embed_dim}")
         self.estimator, self.tau = estimator, float(tau)
         self.warmup_updates, self.sample_at_inference = int(warmup_updates), bool(sample_at_inference)
         hidden = rss_hidden or embed_dim

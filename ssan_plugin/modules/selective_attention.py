@@ -25,6 +25,7 @@ from .selection import (
     gumbel_sigmoid_straight_through,
     logistic_noise_like,
 )
+from ..cli import OptionError
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +43,7 @@ KERNELS = ("auto", "torch", "native")
 def check_kernel(kernel: str) -> str:
     """``kernel`` if it is one of KERNELS, else a ValueError naming them."""
     if kernel not in KERNELS:
-        raise ValueError(f"--ssan-kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
+        raise OptionError(f"--ssan-kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
     return kernel
 
 
@@ -60,7 +61,7 @@ def resolve_kernel(kernel: str, device: torch.device) -> str:
 
 def _check_cap(cap: float) -> float:
     if not 0 <= cap < math.inf:
-        raise ValueError(f"--ssan-straight-through-cap must be finite and >= 0 (a negative cap "
+        raise OptionError(f"--ssan-straight-through-cap must be finite and >= 0 (a negative cap "
                          f"would change the selected keys' values), got {cap}")
     return float(cap)
 
@@ -326,12 +327,12 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
             qn_block_size=qn_block_size,
         )
         if not 0 < tau < math.inf:
-            raise ValueError(f"--ssan-tau must be finite and > 0, got {tau}")
+            raise OptionError(f"--ssan-tau must be finite and > 0, got {tau}")
         if selection not in ("hard", "soft"):
-            raise ValueError(f"--ssan-selection must be 'hard' or 'soft', got {selection!r}")
+            raise OptionError(f"--ssan-selection must be 'hard' or 'soft', got {selection!r}")
         policy_dim = embed_dim if not policy_dim else int(policy_dim)
         if policy_dim < 0 or policy_dim % num_heads:
-            raise ValueError(f"--ssan-policy-dim must be a positive multiple of the {num_heads} "
+            raise OptionError(f"--ssan-policy-dim must be a positive multiple of the {num_heads} "
                              f"attention heads (0: the embed dim), got {policy_dim}")
         self.kernel = check_kernel(kernel)  # the native one is built at its first training forward (decoding
         # and the hub never need it, so a model trained with it loads where no compiler is)
@@ -342,9 +343,9 @@ class SelectiveMultiheadAttention(SelectionReporter, MultiheadAttention):
         self.policy_head_dim = policy_dim // num_heads
         self.policy_scaling = self.policy_head_dim**-0.5 if scale_policy_logits else 1.0
         if not math.isfinite(policy_init_bias):
-            raise ValueError(f"--ssan-policy-init-bias must be finite, got {policy_init_bias}")
+            raise OptionError(f"--ssan-policy-init-bias must be finite, got {policy_init_bias}")
         if dense_warmup < 0:
-            raise ValueError(f"--ssan-dense-warmup must be >= 0, got {dense_warmup}")
+            raise OptionError(f"--ssan-dense-warmup must be >= 0, got {dense_warmup}")
         self.policy_init_bias = float(policy_init_bias)
         self.policy_proj = nn.Linear(embed_dim, 2 * policy_dim)
         self.reset_policy()

@@ -15,6 +15,8 @@ loss it computes). Both read the head with the functions here; they sit in ``pai
 Nothing here imports torch at module level (``pairs.metrics`` re-exports the distribution).
 """
 
+from ..cli import OptionError
+
 RELATEDNESS_LEVELS = 5  # scores 1..5
 RELATEDNESS_LOSSES = ("kl", "mse")
 
@@ -23,7 +25,7 @@ def check_relatedness_loss(loss) -> str:
     """``loss`` as a plain string if it is one of RELATEDNESS_LOSSES, else a ValueError."""
     loss = str(loss)  # fairseq hands choice options over as its StrEnum
     if loss not in RELATEDNESS_LOSSES:
-        raise ValueError(f"--relatedness-loss must be one of {', '.join(RELATEDNESS_LOSSES)}, "
+        raise OptionError(f"--relatedness-loss must be one of {', '.join(RELATEDNESS_LOSSES)}, "
                          f"got {loss!r}")
     return loss
 
@@ -57,7 +59,7 @@ def relatedness_scores(logits, loss):
 
     loss = check_relatedness_loss(loss)
     if logits.size(-1) != relatedness_outputs(loss):
-        raise ValueError(f"--relatedness-loss {loss} reads a relatedness head of "
+        raise OptionError(f"--relatedness-loss {loss} reads a relatedness head of "
                          f"{relatedness_outputs(loss)} output(s), got {logits.size(-1)}")
     logits = logits.float()
     if loss == "mse":

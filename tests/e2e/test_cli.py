@@ -137,13 +137,19 @@ def test_checkpoint_needs_only_allow_listed_globals(ssan_run):
     (["--nce-scale", "-0.1"], "--nce-scale must be finite and >= 0"),
     (["--ssan-dense-warmup", "-1"], "--ssan-dense-warmup must be >= 0"),
     (["--ssan-policy-init-bias", "inf"], "--ssan-policy-init-bias must be finite"),
+    (["--ssan-policy-dim", "3"], "--ssan-policy-dim must be a positive multiple"),
+    (["--ssan-straight-through-cap", "-1"], "--ssan-straight-through-cap must be finite"),
 ])
 def test_bad_options_stop_before_training(tiny_bin, tmp_path, flags, message):
+    """Like fairseq's own argparse errors: one line naming the option, the value and the rule,
+    exit status 2, no traceback, nothing trained."""
     save = tmp_path / "never"
     proc = run_cli("fairseq-train", tiny_bin, *TRAIN, *SSAN, "--max-update", 5,
                    "--save-dir", save, *flags, check=False)
-    assert proc.returncode != 0
-    assert message in proc.stderr
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("fairseq-train: error: ") and message in last
     assert not (save / "checkpoint_last.pt").exists()
     assert "train_inner" not in proc.stdout + proc.stderr
 

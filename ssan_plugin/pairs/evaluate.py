@@ -24,6 +24,7 @@ fixed (``p_value``, a sentence-level p; ``metrics.compare_groups``).
 """
 
 import json
+import math
 import os
 import statistics
 from pathlib import Path
@@ -255,9 +256,13 @@ def read_predictions(path: str, gold) -> Dict[str, list]:
                                   f"{', '.join(LABELS)} or {MISSING})")
         labels.append(None if label == MISSING else label)
         try:
-            scores.append(None if score == MISSING else float(score))
+            value = None if score == MISSING else float(score)
         except ValueError:
             raise EvaluationError(f"{path}:{number}: score {score!r} is not a number") from None
+        if value is not None and not math.isfinite(value):
+            raise EvaluationError(f"{path}:{number}: score {score!r} is not a finite number "
+                                  f"(metrics of NaN or infinite predictions mean nothing)")
+        scores.append(value)
     columns = {}
     for key, values in (("label", labels), ("score", scores)):
         given = [v is not None for v in values]

@@ -156,6 +156,10 @@ def test_evaluate_pred_files_bad_input(sick, tmp_path, capsys):
                   f":1: pair '{test_rows[1][0]}' where the subset has '{test_rows[0][0]}'"),
         "label": ([f"{test_rows[0][0]}\tmaybe\t3.0", *good[1:]], ":1: unknown label 'maybe'"),
         "score": ([good[0].rsplit("\t", 1)[0] + "\thigh", *good[1:]], ":1: score 'high' is not a number"),
+        "nan": ([*good[:2], good[2].rsplit("\t", 1)[0] + "\tnan", *good[3:]],
+                ":3: score 'nan' is not a finite number"),
+        "inf": ([good[0].rsplit("\t", 1)[0] + "\t-inf", *good[1:]],
+                ":1: score '-inf' is not a finite number"),
         "fields": ([good[0].replace("\t", " "), *good[1:]], ":1: expected pair_ID, label, score"),
         "mixed": ([good[0].rsplit("\t", 1)[0] + "\t-", *good[1:]], ":1: score missing (-)"),
     }

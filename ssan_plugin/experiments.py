@@ -117,8 +117,15 @@ class Plan:
     @classmethod
     def load(cls, path, root=ROOT) -> "Plan":
         """Read a plan; relative ``raw`` paths are relative to the project root."""
-        with open(path, encoding="utf-8") as f:
-            raw = json.load(f)
+        try:
+            with open(path, encoding="utf-8") as f:
+                raw = json.load(f)
+        except json.JSONDecodeError as err:
+            raise PipelineError(f"{path}:{err.lineno}:{err.colno}: not valid JSON ({err.msg})") \
+                from None
+        except UnicodeDecodeError:
+            raise PipelineError(f"{path}: not UTF-8 text") from None
+        check_plan_types(raw, path)
         try:
             pairs = {name: Pair(name=name, **spec) for name, spec in raw["pairs"].items()}
             systems = {name: System(name=name, **spec) for name, spec in raw["systems"].items()}
@@ -197,6 +204,73 @@ class Plan:
                             out.append(Run(study=study, pair=self.pairs[pair], system=system,
                                            seed=seed))
         return out
+
+
+# ---------------------------------------------------------------- plan file types
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _is_str_list(x) -> bool:
+    return isinstance(x, list) and all(isinstance(v, str) for v in x)
+
+
+def _is_int_list(x) -> bool:
+    return isinstance(x, list) and all(_is_int(v) for v in x)
+
+
+_TYPES = {  # predicate, what it is called in an error
+    "int": (_is_int, "an integer"), "str": (lambda x: isinstance(x, str), "a string"),
+    "strs": (_is_str_list, "a list of strings"), "ints": (_is_int_list, "a list of integers"),
+    "seeds": (lambda x: _is_int_list(x) or (isinstance(x, dict) and all(
+        _is_int_list(v) for v in x.values())), "a list of integers or {pair: [integers]}"),
+}
+_PLAN_KEYS = {"seeds": "ints", "train": "strs", "save_interval": "int", "threads": "int",
+              "beam": "int", "archive": "str", "decode": "strs", "_comment": "str"}
+_PAIR_KEYS = {"raw": "str", "src": "str", "tgt": "str", "prepare": "strs", "make": "strs"}
+_SYSTEM_KEYS = {"arch": "str", "criterion": "str", "flags": "strs", "warm_from": "str",
+                "pairs": "strs", "seeds": "ints"}
+_STUDY_KEYS = {"name": "str", "pairs": "strs", "systems": "strs", "flags": "strs",
+               "seeds": "seeds"}
+_REQUIRED = {"plan": ("seeds", "updates", "train", "pairs", "systems", "studies"),
+             "pair": ("raw", "src", "tgt"), "system": ("arch", "criterion"),
+             "study": ("name", "pairs", "systems")}
+
+
+def _check_keys(obj, keys: dict, required, where: str, path) -> None:
+    if not isinstance(obj, dict):
+        raise PipelineError(f"{path}: {where} must be a mapping, got {type(obj).__name__}")
+    for key in required:
+        if key not in obj:
+            raise PipelineError(f"{path}: {where} lacks the key {key!r}")
+    for key, value in obj.items():
+        if key not in keys:
+            raise PipelineError(f"{path}: {where} has an unknown key {key!r} (known: "
+                                f"{', '.join(sorted(keys))})")
+        kind = keys[key]
+        if kind in _TYPES and not _TYPES[kind][0](value):
+            raise PipelineError(f"{path}: {where}.{key} must be {_TYPES[kind][1]}, got "
+                                f"{json.dumps(value)[:60]}")
+
+
+def check_plan_types(raw, path) -> None:
+    """Every key of a plan file has the type the runner expects; a PipelineError naming the
+    file and the key (``pairs.en-de.src``) otherwise. Unknown keys are refused (typos)."""
+    _check_keys(raw, {**_PLAN_KEYS, "updates": None, "pairs": None, "systems": None,
+                      "studies": None}, _REQUIRED["plan"], "the plan", path)
+    _check_keys(raw["updates"], {"base": "int", "more": "int"}, ("base", "more"), "updates",
+                path)
+    for section, keys, kind in (("pairs", _PAIR_KEYS, "pair"), ("systems", _SYSTEM_KEYS,
+                                                                  "system")):
+        if not isinstance(raw[section], dict):
+            raise PipelineError(f"{path}: {section} must be a mapping of names, got "
+                                f"{type(raw[section]).__name__}")
+        for name, spec in raw[section].items():
+            _check_keys(spec, keys, _REQUIRED[kind], f"{section}.{name}", path)
+    if not isinstance(raw["studies"], list):
+        raise PipelineError(f"{path}: studies must be a list, got {type(raw['studies']).__name__}")
+    for k, spec in enumerate(raw["studies"]):
+        _check_keys(spec, _STUDY_KEYS, _REQUIRED["study"], f"studies[{k}]", path)
 
 
 @dataclass

@@ -45,8 +45,8 @@ def test_seeds_per_study_pair_and_system(tmp_path):
 @pytest.mark.parametrize("study_seeds,match", [
     ({"c": [1]}, "lists seeds for pair 'c'"),
     ([], "non-empty list of integers"),
-    (["1"], "non-empty list of integers"),
-    ({"a": [1.5]}, "non-empty list of integers"),
+    (["1"], r"studies\[0\].seeds must be a list of integers or \{pair"),
+    ({"a": [1.5]}, r"studies\[0\].seeds must be a list of integers or \{pair"),
 ])
 def test_bad_study_seeds(tmp_path, study_seeds, match):
     path = plan_file(tmp_path, studies=[{"name": "s", "pairs": ["a", "b"], "systems": ["base"],
@@ -59,7 +59,7 @@ def test_bad_system_seeds(tmp_path):
     path = plan_file(tmp_path, systems={"base": {"arch": "transformer", "criterion": "x",
                                                  "seeds": "1,2"}})
     path.write_text(path.read_text().replace('"few"]', '"base"]').replace('"ssan", ', ""))
-    with pytest.raises(PipelineError, match="system 'base': seeds must be a list"):
+    with pytest.raises(PipelineError, match="systems.base.seeds must be a list of integers"):
         Plan.load(path)
 
 
@@ -83,3 +83,30 @@ def test_the_committed_plans_load():
     for plan in ("examples/translation/experiments.json", "examples/stability/demo_plan.json"):
         loaded = Plan.load(ROOT / plan)
         assert loaded.runs()
+
+
+@pytest.mark.parametrize("edit,match", [
+    (lambda p: p.update(seeds="1,2"), r"the plan.seeds must be a list of integers"),
+    (lambda p: p["updates"].update(base="1000"), r"updates.base must be an integer"),
+    (lambda p: p.update(pairs=[1, 2]), r"pairs must be a mapping of names, got list"),
+    (lambda p: p["pairs"]["a"].update(src=3), r"pairs.a.src must be a string"),
+    (lambda p: p["pairs"]["a"].pop("tgt"), r"pairs.a lacks the key 'tgt'"),
+    (lambda p: p["systems"]["ssan"].update(flag=["--x"]), r"systems.ssan has an unknown key 'flag'"),
+    (lambda p: p["studies"][0].update(seeds={"a": "1"}), r"studies\[0\].seeds must be a list"),
+    (lambda p: p.update(studies={"name": "s"}), r"studies must be a list"),
+    (lambda p: p.pop("train"), r"the plan lacks the key 'train'"),
+])
+def test_wrongly_typed_plans_name_the_file_and_key(tmp_path, edit, match):
+    path = plan_file(tmp_path)
+    spec = json.loads(path.read_text())
+    edit(spec)
+    path.write_text(json.dumps(spec))
+    with pytest.raises(PipelineError, match=match):
+        Plan.load(path)
+
+
+def test_a_truncated_plan_names_the_file_and_line(tmp_path):
+    path = plan_file(tmp_path)
+    path.write_text(path.read_text()[:-20])
+    with pytest.raises(PipelineError, match=r"plan.json:1:\d+: not valid JSON"):
+        Plan.load(path)

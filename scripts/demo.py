@@ -507,10 +507,16 @@ def main(argv=None):
     quiet_logging()
     started = time.time()
     out = Path(args.out).resolve()
+    if out.exists() and not out.is_dir():
+        sys.exit(f"demo: --out {out} is a file; give a new or empty directory")
+    if out.exists() and not (out / MARKER).exists() and any(out.iterdir()):
+        # never write into (or later delete) a folder the demo did not make
+        sys.exit(f"demo: --out {out} is not empty and was not made by the demo; give a new or "
+                 f"empty directory (nothing was written)")
+    if args.data:
+        check_raw(Path(args.data).resolve(), args.src, args.tgt)  # before anything is written
     if args.fresh and out.exists():
-        if not (out / MARKER).exists() and any(out.iterdir()):
-            sys.exit(f"demo: --fresh: {out} is not a directory written by the demo; not deleting it")
-        shutil.rmtree(out)
+        shutil.rmtree(out)  # the demo's own folder (marked, or empty)
     out.mkdir(parents=True, exist_ok=True)
     (out / MARKER).touch()
     logs = out / "logs"

@@ -40,6 +40,7 @@ it; the archived baseline itself is not replaced.
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -253,9 +254,22 @@ def _check_keys(obj, keys: dict, required, where: str, path) -> None:
                                 f"{json.dumps(value)[:60]}")
 
 
+#: names of pairs, systems and studies become directory names under OUT and the archive
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_+-]*(\.[A-Za-z0-9_+-]+)*")
+
+
+def check_name(name, where: str, path) -> None:
+    """A name that is safe as one path component: letters, digits, ``_+-``, inner dots; never
+    empty, ``.``, ``..`` or containing a separator."""
+    if not isinstance(name, str) or not NAME.fullmatch(name):
+        raise PipelineError(f"{path}: {where} name {name!r} cannot name a directory (letters, "
+                            f"digits, '_', '+', '-' and inner dots only)")
+
+
 def check_plan_types(raw, path) -> None:
     """Every key of a plan file has the type the runner expects; a PipelineError naming the
-    file and the key (``pairs.en-de.src``) otherwise. Unknown keys are refused (typos)."""
+    file and the key (``pairs.en-de.src``) otherwise. Unknown keys are refused (typos), and
+    the names of pairs, systems and studies must be safe directory names."""
     _check_keys(raw, {**_PLAN_KEYS, "updates": None, "pairs": None, "systems": None,
                       "studies": None}, _REQUIRED["plan"], "the plan", path)
     _check_keys(raw["updates"], {"base": "int", "more": "int"}, ("base", "more"), "updates",
@@ -266,11 +280,13 @@ def check_plan_types(raw, path) -> None:
             raise PipelineError(f"{path}: {section} must be a mapping of names, got "
                                 f"{type(raw[section]).__name__}")
         for name, spec in raw[section].items():
+            check_name(name, kind, path)
             _check_keys(spec, keys, _REQUIRED[kind], f"{section}.{name}", path)
     if not isinstance(raw["studies"], list):
         raise PipelineError(f"{path}: studies must be a list, got {type(raw['studies']).__name__}")
     for k, spec in enumerate(raw["studies"]):
         _check_keys(spec, _STUDY_KEYS, _REQUIRED["study"], f"studies[{k}]", path)
+        check_name(spec["name"], "study", path)
 
 
 @dataclass
@@ -384,7 +400,7 @@ class Runner:
         dest = self.data_dir(pair)
         if (dest / "manifest.json").is_file():
             return dest
-        if dest.exists():  # an interrupted preparation: start it again
+        if dest.exists() and not self.dry_run:  # an interrupted preparation: start it again
             shutil.rmtree(dest)
         raw = self.prepare_raw(pair)
         cmd = [self.python, SCRIPTS / "prepare_translation.py", "--src", pair.src,

@@ -129,3 +129,24 @@ def test_demo_refuses_incomplete_data(tmp_path):
     assert proc.returncode != 0
     assert "missing:" in proc.stderr and "train.de" in proc.stderr
     assert not (tmp_path / "out" / "checkpoints").exists()
+
+
+def test_demo_never_writes_into_or_deletes_a_folder_it_did_not_make(tmp_path):
+    """--out on the user's own folder, with or without --fresh, is refused before anything is
+    written (no marker, nothing deleted); a file as --out is refused; bad --data stops before
+    the output folder is even made."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    for extra in ([], ["--fresh"]):
+        proc = demo("--out", mine, *extra, *TINY, check=False)
+        assert proc.returncode != 0 and "was not made by the demo" in proc.stderr
+        assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
+        assert (mine / "notes.txt").read_text() == "keep me"
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    proc = demo("--out", a_file, *TINY, check=False)
+    assert proc.returncode != 0 and "is a file" in proc.stderr and a_file.read_text() == "x"
+    new = tmp_path / "new"
+    proc = demo("--out", new, "--data", tmp_path / "nowhere", check=False)
+    assert proc.returncode != 0 and "--data must hold" in proc.stderr and not new.exists()

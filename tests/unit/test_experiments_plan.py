@@ -110,3 +110,27 @@ def test_a_truncated_plan_names_the_file_and_line(tmp_path):
     path.write_text(path.read_text()[:-20])
     with pytest.raises(PipelineError, match=r"plan.json:1:\d+: not valid JSON"):
         Plan.load(path)
+
+
+@pytest.mark.parametrize("section,name", [("pairs", ".."), ("pairs", "a/b"), ("systems", "."),
+                                          ("systems", ""), ("studies", "../x")])
+def test_names_that_would_leave_the_output_folder_are_refused(tmp_path, section, name):
+    """A pair named '..' once made the runner delete OUT itself (OUT/data/..)."""
+    path = plan_file(tmp_path)
+    spec = json.loads(path.read_text())
+    if section == "studies":
+        spec["studies"][0]["name"] = name
+    else:
+        spec[section][name] = spec[section].pop("a" if section == "pairs" else "base")
+    path.write_text(json.dumps(spec))
+    with pytest.raises(PipelineError, match="cannot name a directory"):
+        Plan.load(path)
+
+
+def test_a_dry_run_deletes_nothing(tmp_path):
+    path = plan_file(tmp_path, studies=[{"name": "s", "pairs": ["a"], "systems": ["base"]}])
+    half_prepared = tmp_path / "out" / "data" / "a"
+    half_prepared.mkdir(parents=True)
+    (half_prepared / "keep").write_text("x")
+    Runner(Plan.load(path), tmp_path / "out", dry_run=True).run(limit=1)
+    assert (half_prepared / "keep").is_file()

@@ -53,7 +53,7 @@ TAIL = 30  # lines of a failed phase's log shown on the screen
 # Committed seeds of this recipe (the runner's plan examples/stability/demo_plan.json; its
 # archive): the demo's system -> the plan's system trained exactly as the demo trains it
 SPREAD_PLAN = ROOT / "examples" / "stability" / "demo_plan.json"
-SPREAD_SYSTEMS = {"baseline": "baseline", "ssan": "ssan"}
+SPREAD_SYSTEMS = {"baseline": "baseline", "ssan": "ssan_cap0"}
 # What make demo printed with this recipe on a fresh checkout, shown in the README
 README_RUN = ROOT / "examples" / "stability" / "demo_run.json"
 MARKER = ".ssan_demo"  # marks OUT as the demo's own directory (what --fresh may delete)

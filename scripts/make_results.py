@@ -55,8 +55,29 @@ def stability_blocks():
     if not spreads:
         return {}
     rows = translation_comparisons(plan, "stability")
-    return {"stability-demo-spread": spread_table(spreads),
-            "stability-demo-verdicts": verdict_table(rows)}
+    blocks = {"stability-demo-spread": spread_table(spreads),
+              "stability-demo-verdicts": verdict_table(rows)}
+    calibration = sorted((ROOT / "examples" / "stability" / "calibration").glob("*.json"))
+    if calibration:
+        blocks["stability-calibration"] = calibration_table(calibration)
+    return blocks
+
+
+def calibration_table(paths):
+    """The outputs of calibrate_significance.py --seed-level --json calibration/SYSTEM.json,
+    one per system whose archived seeds it drew from."""
+    import json
+
+    rows = ["| seeds of | seeds in the pool | groups of | nulls | test sentences | seed-level "
+            "test: p < 0.05 | pooled sentence-level bootstrap: p < 0.05 |",
+            "|---|---|---|---|---|---|---|"]
+    for path in paths:
+        run = json.loads(path.read_text())
+        rate = run["rejection_rate"]
+        rows.append(f"| {path.stem} | {len(run['bleu'])} | {run['group_size']} | "
+                    f"{run['nulls']} | {run['n_sentences']} | {rate['seed_level']:.1%} | "
+                    f"{rate['pooled_sentences']:.1%} |")
+    return "\n".join(rows)
 
 
 SRL_SPECS = (  # (comparison, baseline runs, system runs) of examples/srl/experiments

@@ -22,8 +22,9 @@ def main(argv=None):
     ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--plan", required=True, metavar="PLAN.json", type=input_file_arg)
     ap.add_argument("--out", required=True, metavar="DIR")
-    ap.add_argument("--only", metavar="TEXT", help="only runs whose key (STUDY/PAIR/SYSTEM@SEED) "
-                                                    "contains TEXT")
+    ap.add_argument("--only", metavar="TEXT", action="append",
+                    help="only runs whose key (STUDY/PAIR/SYSTEM@SEED) contains TEXT "
+                         "(repeat: any of them)")
     ap.add_argument("--limit", type=positive_int, metavar="N", help="stop after N trainings")
     ap.add_argument("--status", action="store_true", help="print each run's state and exit")
     ap.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")

@@ -35,12 +35,14 @@ class SSANOptions(FairseqDataclass):
                           "(docs/design.md, section 1.4)"},
     )
     ssan_straight_through_cap: float = field(
-        default=STRAIGHT_THROUGH_EXP_CAP,
+        default=0.0,
         metadata={"help": "the straight-through gradient of a discarded key whose attention "
                           "logit exceeds the row maximum m of the selected keys uses "
                           "exp(min(E - m, CAP)); lower caps bound the policy's gradient "
-                          "(0: as if the key were at the maximum). Values never depend on it "
-                          "(docs/design.md, section 1.4)"},
+                          "(0, the default: as if the key were at the maximum; the paper's "
+                          "plain straight-through estimator is a large cap such as 10, the "
+                          "default before the seed study of examples/stability). Values never "
+                          "depend on it (docs/design.md, sections 1.4 and 1.8)"},
     )
     ssan_kernel: ChoiceEnum(KERNELS) = field(
         default="auto",
@@ -76,6 +78,8 @@ class SSANTransformerModel(VariantTransformerModel):
 
     options = SSANOptions
     layers_option = "ssan_layers"
+    # options missing from older checkpoints' args: what those checkpoints trained with
+    legacy_defaults = {"ssan_straight_through_cap": STRAIGHT_THROUGH_EXP_CAP}
 
     @classmethod
     def build_variant_attention(cls, args, embed_dim, cfg):

@@ -147,10 +147,13 @@ class VariantTransformerModel(TransformerModel, metaclass=ABCMeta):
 
     @classmethod
     def fill_defaults(cls, args) -> None:
-        """Set every missing option of the variant (also in args of older checkpoints)."""
+        """Set every missing option of the variant (also in args of older checkpoints): its
+        default, or ``legacy_defaults[name]`` where the default changed since older checkpoints
+        were trained (args without the option are an older checkpoint's)."""
+        legacy = getattr(cls, "legacy_defaults", {})
         for field in dataclasses.fields(cls.options):
             if getattr(args, field.name, None) is None:
-                setattr(args, field.name, field.default)
+                setattr(args, field.name, legacy.get(field.name, field.default))
 
     @classmethod
     def variant_layers(cls, args) -> List[int]:

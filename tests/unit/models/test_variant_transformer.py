@@ -190,13 +190,14 @@ def test_options_are_declared_once():
     args = parser.parse_args([])
     assert vars(args) == {"ssan_layers": "all", "ssan_tau": 0.5, "ssan_selection": "hard",
                           "ssan_policy_dim": 0, "ssan_scale_policy_logits": False,
-                          "ssan_straight_through_cap": 10.0, "ssan_kernel": "auto",
+                          "ssan_straight_through_cap": 0.0, "ssan_kernel": "auto",
                           "ssan_policy_init_bias": 0.0, "ssan_dense_warmup": 0}
     assert SSANOptions().ssan_tau == args.ssan_tau
     old = argparse.Namespace(arch="ssan_transformer")  # args of a checkpoint without the options
     from fairseq.models import ARCH_CONFIG_REGISTRY
     ARCH_CONFIG_REGISTRY["ssan_transformer"](old)
     assert (old.ssan_layers, old.ssan_tau, old.ssan_selection) == ("all", 0.5, "hard")
-    assert old.ssan_straight_through_cap == 10.0  # checkpoints from before the option
+    # checkpoints from before the option trained with the plain estimator's cap of 10
+    assert old.ssan_straight_through_cap == 10.0
     # checkpoints from before the start options: the paper's start, no warm-up counter
     assert (old.ssan_policy_init_bias, old.ssan_dense_warmup) == (0.0, 0)

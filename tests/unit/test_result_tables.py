@@ -1,0 +1,50 @@
+"""ssan_plugin.result_tables: the power calculation against a simulation of the test it plans
+for, Holm per table, and the verdict table's cells."""
+
+import numpy as np
+import pytest
+
+from ssan_plugin.result_tables import Comparison, apply_holm, seeds_for_power, verdict_table
+from ssan_plugin.significance import SeedLevelResult
+
+
+def simulated_power(n, effect, sd, alpha=0.05, trials=6000, seed=0):
+    """Share of paired t-tests over n seeds (per-seed deltas ~ N(effect, sd)) with p < alpha."""
+    from scipy.stats import ttest_1samp
+
+    rng = np.random.default_rng(seed)
+    deltas = rng.normal(effect, sd, (trials, n))
+    return float(np.mean(ttest_1samp(deltas, 0, axis=1).pvalue < alpha))
+
+
+@pytest.mark.parametrize("effect,sd", [(0.5, 0.44), (1.0, 0.71)])
+def test_seeds_for_power_is_the_fewest_seeds_reaching_80_percent(effect, sd):
+    n = seeds_for_power(effect, sd, 0.0)
+    assert simulated_power(n, effect, sd) >= 0.78
+    assert simulated_power(n - 1, effect, sd) < 0.80
+
+
+def test_a_sentence_part_that_seeds_cannot_shrink_needs_more_seeds_or_never_enough():
+    assert seeds_for_power(0.5, 0.44, 0.05 ** 2) > seeds_for_power(0.5, 0.44, 0.0)
+    assert seeds_for_power(0.5, 0.1, 0.3 ** 2, most=50) is None  # se never below 0.3
+
+
+def result(delta, p, per_seed):
+    return SeedLevelResult(score=30 + delta, baseline=30.0, delta=delta, paired=True,
+                           seeds=["1", "2", "3"], baseline_seeds=["1", "2", "3"],
+                           per_seed=per_seed, same_sign=3, se=0.1, se_seed=0.1, se_sentence=0.0,
+                           df=2.0, ci=(delta - 0.4, delta + 0.4), p_value=p, identical=False,
+                           n_samples=100)
+
+
+def test_holm_is_applied_within_each_table_and_the_verdict_follows_it():
+    rows = [Comparison("t1", "x", "a", "b", [30.0] * 3, [31.0] * 3, result(1.0, 0.01, [1.0] * 3)),
+            Comparison("t1", "x", "c", "b", [30.0] * 3, [30.5] * 3, result(0.5, 0.04, [0.5] * 3)),
+            Comparison("t2", "y", "a", "b", [30.0] * 3, [29.0] * 3, result(-1.0, 0.04, [-1.0] * 3))]
+    apply_holm(rows)
+    assert [r.p_holm for r in rows] == pytest.approx([0.02, 0.04, 0.04])
+    assert [r.verdict for r in rows] == ["**better**", "**better**", "**worse**"]
+    table = verdict_table(rows[:2])
+    assert "p (Holm, 2 tests)" in table
+    assert "| x | a | 3 | 30.00 ± 0.00 | 31.00 ± 0.00 | +1.00 [+0.60, +1.40] | 0.01 | 0.02 | " \
+           "+1.00 +1.00 +1.00 | 3/3 | **better** |" in table

@@ -49,7 +49,8 @@ def test_demo_quiet_screen_logs_report_and_reuse(tmp_path):
     rows = [l for l in table.splitlines() if l.startswith(("| baseline", "| ssan"))]
     base, ssan = (row.split("|")[1:-1] for row in rows)
     assert base[4].strip() == "1 (all pairs)" and 0 <= float(ssan[4]) <= 1
-    assert re.match(r" [+-]\d+\.\d\d \(p=\d\.\d{3}\) ", ssan[2])
+    assert re.match(r" [+-]\d+\.\d\d \(\d\.\d{3}\) ", ssan[2])  # p of this seed's sentences
+    assert "Δ BLEU (p, sentences, this seed)" in table
     assert int(ssan[6].strip().replace(",", "")) > int(base[6].strip().replace(",", ""))
     # the content/filler figure, from the generator's labels
     m = re.search(r"SSAN selects (\d\.\d\d) of content-word keys and (\d\.\d\d) of filler keys", proc.stdout)

@@ -169,15 +169,9 @@ class Plan:
                 if pair is not None and pair not in study.pairs:
                     raise PipelineError(f"{path}: study {study.name!r} lists seeds for pair "
                                         f"{pair!r}, which it does not run")
-                if listed is not None and (not isinstance(listed, list) or not listed or not all(
-                        isinstance(x, int) and not isinstance(x, bool) for x in listed)):
+                if listed is not None and not listed:  # types: check_plan_types
                     raise PipelineError(f"{path}: study {study.name!r}: seeds must be a "
                                         f"non-empty list of integers, got {listed!r}")
-        for system in self.systems.values():
-            if system.seeds is not None and (not isinstance(system.seeds, list) or not all(
-                    isinstance(x, int) and not isinstance(x, bool) for x in system.seeds)):
-                raise PipelineError(f"{path}: system {system.name!r}: seeds must be a list of "
-                                    f"integers, got {system.seeds!r}")
 
     def all_seeds(self) -> List[int]:
         """Every seed any study runs, ascending."""

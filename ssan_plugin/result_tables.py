@@ -22,7 +22,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -178,10 +178,34 @@ def _bleu_scorer(ref_path: Path, tgt: str):
     return (lambda hyps: sacrebleu_stats(bleu, hyps, refs)), sacrebleu_score_fn(bleu), len(refs)
 
 
+@functools.lru_cache(maxsize=None)
+def run_stats(run_dir: Path, hyp_name: str, ref: Path, tgt: str) -> np.ndarray:
+    """Per-sentence BLEU statistics of an archived run's hypotheses (read and scored once per
+    process), checked: one hypothesis per reference, and the BLEU its ``test.json`` archived
+    recomputed exactly (the same scoring, or an error)."""
+    from .translation.textio import read_lines
+
+    stats_of, score, n = _bleu_scorer(ref, tgt)
+    hyps = read_lines(run_dir / hyp_name)
+    if len(hyps) != n:
+        raise ResultsError(f"{run_dir}: {len(hyps)} hypotheses for {n} references")
+    stats = stats_of(hyps)
+    recorded = json.loads((run_dir / "test.json").read_text(encoding="utf-8"))["systems"][0]["bleu"]
+    computed = score(stats.sum(0))
+    if abs(recorded - computed) > 1e-6:
+        raise ResultsError(f"{run_dir}: BLEU {computed:.4f} recomputed, {recorded:.4f} archived")
+    return stats
+
+
+def _reference(pair) -> Path:
+    ref = Path(pair.raw) / f"test.{pair.tgt}"
+    if not ref.is_file():
+        raise ResultsError(f"{ref}: the test reference is missing (the shared data)")
+    return ref
+
+
 def archived_runs(plan) -> Dict[tuple, Dict[str, Dict[int, Path]]]:
     """{(study, pair): {system: {seed: archived run directory}}} of a runner plan's archive."""
-    from .experiments import Run
-
     archive = Path(plan.archive)
     found: Dict[tuple, Dict[str, Dict[int, Path]]] = {}
     for run in plan.runs():
@@ -192,47 +216,24 @@ def archived_runs(plan) -> Dict[tuple, Dict[str, Dict[int, Path]]]:
     return found
 
 
-def translation_comparisons(plan, table: str, systems: Optional[Sequence[str]] = None,
-                            n_samples: int = 1000, seed: int = 12345,
-                            only: Optional[Callable[[str, str], bool]] = None
-                            ) -> List[Comparison]:
+def translation_comparisons(plan, table: str, n_samples: int = 1000,
+                            seed: int = 12345) -> List[Comparison]:
     """Every (study, pair, system) of a plan's archive against the study's baseline, seed
-    level, with two seeds or more a side. Each system's per-seed BLEU is checked against its
-    archived ``test.json`` (the same scoring, or an error)."""
-    from .translation.textio import read_lines
-
+    level, with two seeds or more a side (:func:`run_stats` checks each run's BLEU)."""
     rows = []
     for (study_name, pair_name), by_system in archived_runs(plan).items():
-        if only is not None and not only(study_name, pair_name):
-            continue
         study = next(s for s in plan.studies if s.name == study_name)
         pair = plan.pairs[pair_name]
-        ref = Path(pair.raw) / f"test.{pair.tgt}"
-        if not ref.is_file():
-            raise ResultsError(f"{ref}: the test reference is missing (the shared data)")
-        stats_of, score, n = _bleu_scorer(ref, pair.tgt)
-        cache: Dict[tuple, np.ndarray] = {}
+        ref = _reference(pair)
+        score = _bleu_scorer(ref, pair.tgt)[1]
 
         def stats(system, s):
-            if (system, s) not in cache:
-                d = by_system[system][s]
-                hyps = read_lines(d / f"{system}@{s}.test.{pair.tgt}")
-                if len(hyps) != n:
-                    raise ResultsError(f"{d}: {len(hyps)} hypotheses for {n} references")
-                cache[(system, s)] = stats_of(hyps)
-                archived = json.loads((d / "test.json").read_text(encoding="utf-8"))
-                recorded = archived["systems"][0]["bleu"]
-                computed = score(cache[(system, s)].sum(0))
-                if abs(recorded - computed) > 1e-6:
-                    raise ResultsError(f"{d}: BLEU {computed:.4f} recomputed, {recorded:.4f} "
-                                       f"archived")
-            return cache[(system, s)]
+            return run_stats(by_system[system][s], f"{system}@{s}.test.{pair.tgt}", ref,
+                             pair.tgt)
 
         base_name = study.systems[0]
         base_seeds = sorted(by_system.get(base_name, {}))
         for system in study.systems[1:]:
-            if systems is not None and system not in systems:
-                continue
             sys_seeds = sorted(by_system.get(system, {}))
             if len(base_seeds) < 2 or len(sys_seeds) < 2:
                 continue
@@ -332,27 +333,35 @@ def spread_table(spreads: Sequence[SeedSpread]) -> str:
     return "\n".join(out)
 
 
-def runs_table(plan, label: Callable[[str, str], str] = None) -> str:
+def runs_table(plan) -> str:
     """Markdown: every archived run of a plan (study, pair, system, seed order): BLEU, chrF,
     best valid loss, validation selection rate, and against the same seed's baseline the
     difference and the sentence-level paired bootstrap p (it describes that seed only)."""
+    from .significance import paired_bootstrap
+
     out = ["| study, pair | run | BLEU | chrF | Δ vs same-seed baseline | p (sentences, this "
            "seed) | best valid loss | valid selection rate |", "|---|---|---|---|---|---|---|---|"]
     found = archived_runs(plan)
     for study in plan.studies:
         for pair in study.pairs:
             by_system = found.get((study.name, pair), {})
-            base = by_system.get(study.systems[0], {})
+            base_name = study.systems[0]
+            base = by_system.get(base_name, {})
+            tgt = plan.pairs[pair].tgt
             for system in study.systems:
                 for seed, d in sorted(by_system.get(system, {}).items()):
                     entry = json.loads((d / "test.json").read_text())["systems"][0]
                     summary = json.loads((d / "train.json").read_text())
                     delta = p = ""
-                    if system != study.systems[0] and seed in base:
+                    if system != base_name and seed in base:
                         b = json.loads((base[seed] / "test.json").read_text())["systems"][0]
                         delta = f"{entry['bleu'] - b['bleu']:+.2f}"
-                        p = _sentence_p(base[seed], d, plan.pairs[pair], system, seed,
-                                        study.systems[0])
+                        ref = _reference(plan.pairs[pair])
+                        result = paired_bootstrap(
+                            run_stats(base[seed], f"{base_name}@{seed}.test.{tgt}", ref, tgt),
+                            run_stats(d, f"{system}@{seed}.test.{tgt}", ref, tgt),
+                            _bleu_scorer(ref, tgt)[1])
+                        p = "identical" if result.identical else f"{result.p_value:.3f}"
                     sel = summary.get("sel")
                     out.append(f"| {STUDY_LABELS.get(study.name, study.name)} "
                                f"{PAIR_LABELS.get(pair, pair)} | {system}@{seed} | "
@@ -360,18 +369,6 @@ def runs_table(plan, label: Callable[[str, str], str] = None) -> str:
                                f"{summary['best_valid_loss']:.3f} | "
                                f"{'1 (all pairs)' if sel is None else f'{float(sel):.3f}'} |")
     return "\n".join(out)
-
-
-def _sentence_p(base_dir: Path, run_dir: Path, pair, system: str, seed: int,
-                base_system: str) -> str:
-    from .significance import paired_bootstrap
-    from .translation.textio import read_lines
-
-    stats_of, score, _ = _bleu_scorer(Path(pair.raw) / f"test.{pair.tgt}", pair.tgt)
-    base = stats_of(read_lines(base_dir / f"{base_system}@{seed}.test.{pair.tgt}"))
-    sys_ = stats_of(read_lines(run_dir / f"{system}@{seed}.test.{pair.tgt}"))
-    result = paired_bootstrap(base, sys_, score)
-    return "identical" if result.identical else f"{result.p_value:.3f}"
 
 
 # --------------------------------------------------------------------------- SRL

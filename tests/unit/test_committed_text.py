@@ -17,26 +17,26 @@ def tracked_text_files():
     return [ROOT / n for n in names if n.endswith(TEXT) or n in ("Makefile", "README.md")]
 
 
-def test_no_work_items_or_sessions_named():
+def matching_lines(paths, pattern):
+    """``path:line: text`` of every line of ``paths`` that ``pattern`` finds."""
     hits = []
-    for path in tracked_text_files():
-        if path.name == "test_committed_text.py":
-            continue
+    for path in paths:
         for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace")
                                       .splitlines(), 1):
-            if WORK_ITEMS.search(line):
+            if pattern.search(line):
                 hits.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()[:100]}")
+    return hits
+
+
+def test_no_work_items_or_sessions_named():
+    paths = [p for p in tracked_text_files() if p.name != "test_committed_text.py"]
+    hits = matching_lines(paths, WORK_ITEMS)
     assert not hits, "\n".join(hits[:30])
 
 
 def test_no_absolute_machine_paths_in_archives_and_docs():
-    hits = []
-    for path in tracked_text_files():
-        rel = path.relative_to(ROOT)
-        if rel.parts[0] not in ("examples", "docs", "data-bin") and rel.name != "README.md":
-            continue
-        for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace")
-                                      .splitlines(), 1):
-            if MACHINE_PATH.search(line):
-                hits.append(f"{rel}:{number}: {line.strip()[:100]}")
+    paths = [p for p in tracked_text_files()
+             if p.relative_to(ROOT).parts[0] in ("examples", "docs", "data-bin")
+             or p.name == "README.md"]
+    hits = matching_lines(paths, MACHINE_PATH)
     assert not hits, "\n".join(hits[:30])

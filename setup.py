@@ -39,9 +39,30 @@ setup(
         "mecab-python3>=1.0.9,<2",
         "ipadic>=1.0,<2",
     ],
+    # the project's commands (ssan_plugin/commands/, one module each): ssan-evaluate-bleu, ...
+    entry_points={
+        "console_scripts": [
+            "ssan-analysis-report = ssan_plugin.commands.analysis_report:main",
+            "ssan-average-checkpoints = ssan_plugin.commands.average_checkpoints:main",
+            "ssan-evaluate-bleu = ssan_plugin.commands.evaluate_bleu:main",
+            "ssan-evaluate-pairs = ssan_plugin.commands.evaluate_pairs:main",
+            "ssan-evaluate-srl = ssan_plugin.commands.evaluate_srl:main",
+            "ssan-induce-trees = ssan_plugin.commands.induce_trees:main",
+            "ssan-make-probing-data = ssan_plugin.commands.make_probing_data:main",
+            "ssan-prepare-pairs = ssan_plugin.commands.prepare_pairs:main",
+            "ssan-prepare-srl = ssan_plugin.commands.prepare_srl:main",
+            "ssan-prepare-translation = ssan_plugin.commands.prepare_translation:main",
+            "ssan-probe = ssan_plugin.commands.probe:main",
+            "ssan-run-experiments = ssan_plugin.commands.run_experiments:main",
+            "ssan-selection-stats = ssan_plugin.commands.selection_stats:main",
+            "ssan-show-selection = ssan_plugin.commands.show_selection:main",
+            "ssan-translate = ssan_plugin.commands.translate:main",
+            "ssan-warm-start = ssan_plugin.commands.warm_start:main",
+        ],
+    },
     extras_require={
         "tensorboard": ["tensorboard>=2.14,<3"],  # fairseq-train --tensorboard-logdir
-        "bench": ["matplotlib>=3.7"],  # scripts/bench_encoder_layers.py plots
+        "bench": ["matplotlib>=3.7"],  # benchmarks/bench_encoder_layers.py plots
         "aso": ["deepsig>=1.2.8,<2"],  # evaluate_bleu.py --aso: Almost Stochastic Order over seeds
         "test": ["pytest>=8", "pytest-xdist>=3.5", "tensorboard>=2.14,<3"],
     },

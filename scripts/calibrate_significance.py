@@ -23,8 +23,8 @@ import sys
 
 from tqdm import tqdm
 
-from ssan_plugin.cli import ArgumentParser, float_arg, positive_int, script_main
-from ssan_plugin.significance import null_rejection_rate, sacrebleu_score_fn, sacrebleu_stats
+from ssan_plugin.cli.arguments import ArgumentParser, float_arg, positive_int, script_main
+from ssan_plugin.stats.significance import null_rejection_rate, sacrebleu_score_fn, sacrebleu_stats
 from ssan_plugin.translation.textio import PipelineError, read_lines
 
 
@@ -74,7 +74,7 @@ def main(argv=None):
     result = {"n_sentences": len(refs), "nulls": args.nulls, "samples": args.samples,
               "alpha": args.alpha, "bleu": [score(s.sum(0)) for s in stats], "rejection_rate": {}}
     if args.seed_level:
-        from ssan_plugin.significance import seed_level_null_rates
+        from ssan_plugin.stats.significance import seed_level_null_rates
 
         result["seed_level"] = True
         result["group_size"] = args.group_size or len(stats) // 2

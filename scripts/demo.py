@@ -3,10 +3,10 @@
 
 Phases, one progress line each on the screen (every child's output goes to OUT/logs/PHASE.log;
 --verbose streams it): build the raw corpus (the built-in synthetic one unless --data), prepare
-it (scripts/prepare_translation.py: sentencepiece + fairseq-preprocess), train `transformer`
+it (ssan-prepare-translation: sentencepiece + fairseq-preprocess), train `transformer`
 and `ssan_transformer` with identical options and number of updates (side by side, one core
 each, on a machine with two or more cores), decode the test split with fairseq-generate,
-score with sacrebleu (scripts/evaluate_bleu.py: BLEU with a paired bootstrap against the
+score with sacrebleu (ssan-evaluate-bleu: BLEU with a paired bootstrap against the
 baseline, chrF), and look at what SSAN selects. Then the result table, and OUT/report.md with
 the commands that reproduce each system by hand and the figures.
 
@@ -32,7 +32,9 @@ import threading
 import time
 from pathlib import Path
 
-from ssan_plugin.cli import ArgumentParser, int_arg, nonnegative_int, positive_int
+from ssan_plugin.cli.arguments import ArgumentParser, int_arg, nonnegative_int, positive_int
+from ssan_plugin.commands import PACKAGE as COMMANDS, console_name
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "scripts"
 BIN = Path(sys.executable).parent
@@ -74,6 +76,8 @@ def display_command(cmd, env=None) -> str:
     words = [str(c) for c in cmd]
     if words[:3] == [sys.executable, "-m", "fairseq_cli.generate"]:
         words = ["fairseq-generate"] + words[3:]
+    elif words[:2] == [sys.executable, "-m"] and words[2].startswith(COMMANDS + "."):
+        words = [console_name(words[2])] + words[3:]
     elif words and Path(words[0]).parent == BIN:
         words[0] = Path(words[0]).name
     elif words and words[0] == sys.executable:
@@ -258,7 +262,7 @@ class TrainPhase(Phase):
         self.train_loss = self.valid_loss = None
 
     def parse(self, line):
-        from ssan_plugin.train_log import parse_record, record_updates  # after quiet_logging
+        from ssan_plugin.experiments.train_log import parse_record, record_updates  # after quiet_logging
 
         parsed = parse_record(line)
         if not parsed:
@@ -326,7 +330,7 @@ def plot_curves(logs: dict, path):
     """Train and valid loss of every system, and SSAN's selection rate, against updates."""
     import matplotlib
 
-    from ssan_plugin.train_log import read_training_log
+    from ssan_plugin.experiments.train_log import read_training_log
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -370,7 +374,7 @@ def plot_curves(logs: dict, path):
 
 def detokenised_hypotheses(data_bin, generate_log, n):
     """fairseq-generate's H- lines in corpus order, sentencepiece removed and detokenised as
-    the manifest says (what scripts/evaluate_bleu.py does with a checkpoint)."""
+    the manifest says (what ssan-evaluate-bleu does with a checkpoint)."""
     import sentencepiece as spm
 
     from ssan_plugin.translation.decode import parse_generate_output
@@ -556,7 +560,7 @@ def main(argv=None):
 
         # 2. preparation
         data_bin = Path(args.data_bin).resolve() if args.data_bin else out / "data-bin"
-        cmd = [sys.executable, SCRIPTS / "prepare_translation.py", "--src", args.src, "--tgt", args.tgt,
+        cmd = [sys.executable, "-m", "ssan_plugin.commands.prepare_translation", "--src", args.src, "--tgt", args.tgt,
                "--train", raw / "train", "--valid", raw / "valid", "--test", raw / "test",
                "--dest", data_bin, "--vocab-size", args.vocab_size, "--overwrite"]
         key = {"cmd": [str(c) for c in cmd], "inputs": fingerprint(*raw_files)}
@@ -632,7 +636,7 @@ def main(argv=None):
 
         # 5. scoring
         bleu_json = out / "bleu.json"
-        score_cmd = [sys.executable, SCRIPTS / "evaluate_bleu.py", "--data", data_bin,
+        score_cmd = [sys.executable, "-m", "ssan_plugin.commands.evaluate_bleu", "--data", data_bin,
                      "--ref", raw / f"test.{args.tgt}", "--json", bleu_json,
                      *[a for name in SYSTEMS
                        for a in ("--hyp", f"{name}={hyp_dir / f'{name}.test.{args.tgt}'}")]]
@@ -660,7 +664,7 @@ def main(argv=None):
         return 130
 
     # 7. the table, the figures, the report
-    from ssan_plugin.train_log import training_summary
+    from ssan_plugin.experiments.train_log import training_summary
 
     summaries = {name: training_summary(logs / f"train_{name}.log") for name in SYSTEMS}
     table = results_table(report, summaries)
@@ -827,9 +831,9 @@ def write_report(path, args, corpus_desc, report, table, rates_line, selection, 
               "that select the key" + (" (grey tick labels: fillers)." if rates_line else "."), ""]
     if by_length:
         lines += [f"![BLEU by source length]({by_length.name})", "",
-                  "BLEU by source-length bucket (words), from `scripts/evaluate_bleu.py`.", ""]
+                  "BLEU by source-length bucket (words), from `ssan-evaluate-bleu`.", ""]
     else:
-        lines += ["BLEU by source length: not shown (this version of `scripts/evaluate_bleu.py` "
+        lines += ["BLEU by source length: not shown (this version of `ssan-evaluate-bleu` "
                   "does not report it).", ""]
     lines += ["## Reproduce by hand", "",
               "From the repository root, with the virtualenv active (`. .venv/bin/activate`):", "",
@@ -842,7 +846,7 @@ def write_report(path, args, corpus_desc, report, table, rates_line, selection, 
         lines.append(display_command(cmd, env) + f" > {name}.test.generate.out")
     lines += ["```", "",
               "The H- lines of each fairseq-generate output, in sentence-id order, are sentencepiece "
-              "pieces; `scripts/evaluate_bleu.py` removes sentencepiece, detokenises and scores "
+              "pieces; `ssan-evaluate-bleu` removes sentencepiece, detokenises and scores "
               "them (it also decodes checkpoints itself with the same options):", "", "```",
               display_command(score_cmd), "```", "",
               f"Logs of every step: `{display_path(out / 'logs')}/`.", ""]

@@ -6,7 +6,7 @@
 
 Each RESULTS file marks its generated tables with <!-- begin generated: KEY --> ...
 <!-- end generated: KEY -->; the prose around them is written by hand. Every verdict is the
-seed-level test (ssan_plugin.significance.seed_level_test) with Holm's correction over the
+seed-level test (ssan_plugin.stats.significance.seed_level_test) with Holm's correction over the
 comparisons of its table. Needs the test references of ../shared/data (the translation runs)
 and makes the built-in corpus (scripts/make_synthetic_corpus.py, deterministic) when missing.
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from ssan_plugin.cli import ArgumentParser, script_main
+from ssan_plugin.cli.arguments import ArgumentParser, script_main
 
 ROOT = Path(__file__).resolve().parents[1]
 TRANSLATION_PLAN = ROOT / "examples" / "translation" / "experiments.json"
@@ -26,9 +26,13 @@ STABILITY_PLAN = ROOT / "examples" / "stability" / "demo_plan.json"
 
 
 def translation_blocks():
-    from ssan_plugin.experiments import Plan
-    from ssan_plugin.result_tables import (power_table, runs_table, translation_comparisons,
-                                           verdict_table)
+    from ssan_plugin.experiments.runner import Plan
+    from ssan_plugin.experiments.result_tables import (
+        power_table,
+        runs_table,
+        translation_comparisons,
+        verdict_table,
+    )
 
     plan = Plan.load(TRANSLATION_PLAN)
     rows = translation_comparisons(plan, "translation")
@@ -43,9 +47,13 @@ def translation_blocks():
 
 
 def stability_blocks():
-    from ssan_plugin.experiments import Plan, Runner
-    from ssan_plugin.result_tables import (seed_spreads, spread_table, translation_comparisons,
-                                           verdict_table)
+    from ssan_plugin.experiments.runner import Plan, Runner
+    from ssan_plugin.experiments.result_tables import (
+        seed_spreads,
+        spread_table,
+        translation_comparisons,
+        verdict_table,
+    )
 
     plan = Plan.load(STABILITY_PLAN)
     pair = plan.pairs["builtin"]
@@ -89,7 +97,11 @@ SRL_SPECS = (  # (comparison, baseline runs, system runs) of examples/srl/experi
 
 
 def srl_blocks():
-    from ssan_plugin.result_tables import srl_comparisons, srl_gold_props, verdict_table
+    from ssan_plugin.experiments.result_tables import (
+        srl_comparisons,
+        srl_gold_props,
+        verdict_table,
+    )
 
     dev = ROOT.parent / "shared" / "data" / "srl" / "ewt" / "dev.gold_conll"
     gold = srl_gold_props(dev, ROOT / "runs" / "results" / "srl.dev.gold.props")
@@ -121,7 +133,7 @@ FILES = {
 
 @script_main(prog="make_results.py")
 def main(argv=None):
-    from ssan_plugin.result_tables import fill_blocks
+    from ssan_plugin.experiments.result_tables import fill_blocks
 
     ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", action="store_true",

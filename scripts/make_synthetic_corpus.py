@@ -21,8 +21,14 @@ import os
 import random
 import sys
 
-from ssan_plugin.cli import (ArgumentParser, check_output_dir, float_arg, nonnegative_int,
-                             positive_int, script_main)
+from ssan_plugin.cli.arguments import (
+    ArgumentParser,
+    float_arg,
+    nonnegative_int,
+    positive_int,
+    script_main,
+)
+from ssan_plugin.cli.files import check_output_dir
 
 SRC_SYLLABLES = ["ka", "lo", "mi", "tu", "ra", "ne", "so", "vi", "pe", "du", "go", "ha"]
 TGT_SYLLABLES = ["bel", "dor", "fin", "gar", "hum", "jol", "kir", "lun", "mar", "nop", "sut", "wex"]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# WAT English->Japanese (ASPEC-JE), prepared with scripts/prepare_translation.py.
+# WAT English->Japanese (ASPEC-JE), prepared with ssan-prepare-translation.
 #   scripts/prepare_wat_en_ja.sh [--raw-dir DIR] [--dest DIR] [--vocab-size N] [-- OPTS]
 # Defaults: --raw-dir raw/aspec_je --dest data-bin/wat_en_ja --vocab-size 32000.
 # --raw-dir with train/valid/test.{en,ja} (e.g. ../shared/data/mt/en-ja, small_parallel_enja,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# WMT14 English->German, prepared with scripts/prepare_translation.py.
+# WMT14 English->German, prepared with ssan-prepare-translation.
 #   scripts/prepare_wmt14_en_de.sh [--raw-dir DIR] [--dest DIR] [--vocab-size N] [--no-download] [-- OPTS]
 # Defaults: --raw-dir raw/wmt14_en_de --dest data-bin/wmt14_en_de --vocab-size 32000.
 # --raw-dir with train/valid/test.{en,de} (e.g. ../shared/data/mt/en-de, Multi30k) is used as is.

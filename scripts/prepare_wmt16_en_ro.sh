@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# WMT16 English->Romanian, prepared with scripts/prepare_translation.py.
+# WMT16 English->Romanian, prepared with ssan-prepare-translation.
 #   scripts/prepare_wmt16_en_ro.sh [--raw-dir DIR] [--dest DIR] [--vocab-size N] [--no-download] [-- OPTS]
 # Defaults: --raw-dir raw/wmt16_en_ro --dest data-bin/wmt16_en_ro --vocab-size 32000.
 # --raw-dir with train/valid/test.{en,ro} (e.g. ../shared/data/mt/en-ro, RO-STS) is used as is.

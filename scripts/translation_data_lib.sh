@@ -3,7 +3,7 @@
 #   WRAPPER [--raw-dir DIR] [--dest DIR] [--vocab-size N] [--no-download] [-- PREPARE_OPTIONS...]
 # --raw-dir either holds the ready layout train/valid/test.{SRC,TGT} (e.g. ../shared/data/mt/PAIR)
 # or is where the official files are (or get downloaded to). Everything after -- goes to
-# scripts/prepare_translation.py unchanged.
+# ssan-prepare-translation unchanged.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -62,7 +62,7 @@ has_ready_layout() {
 
 run_prepare() {  # run_prepare DIR_WITH_train/valid/test.LANG
     local d=$1
-    exec "$PY" "$ROOT/scripts/prepare_translation.py" --src "$SRC" --tgt "$TGT" \
+    exec "$PY" -m ssan_plugin.commands.prepare_translation --src "$SRC" --tgt "$TGT" \
         --train "$d/train" --valid "$d/valid" --test "$d/test" --dest "$DEST" \
         --vocab-size "$VOCAB" ${PREPARE_DEFAULTS[@]+"${PREPARE_DEFAULTS[@]}"} \
         ${EXTRA[@]+"${EXTRA[@]}"}

@@ -7,12 +7,13 @@
 
 The sentences get exactly the preprocessing recorded in ``DATA_DIR/manifest.json``
 (normalisation, Moses tokenisation, the sentencepiece model) and the translations are
-detokenised as ``scripts/evaluate_bleu.py`` does; decoding is fairseq's own (batching,
+detokenised as ``ssan-evaluate-bleu`` does; decoding is fairseq's own (batching,
 SequenceGenerator). See ``ssan_plugin.translation.translator`` for empty and over-long inputs.
 """
 
 from typing import Optional
 
+from . import register
 from .translation.textio import PipelineError
 from .translation.translator import (TOO_LONG, TranslateOptions, TranslationReport,
                                      Translator)
@@ -27,11 +28,12 @@ def load(checkpoint, data_dir, beam: int = 5, lenpen: float = 1.0, max_len_a: fl
          compare_recorded_data: bool = True) -> Translator:
     """A ``Translator`` for ``checkpoint`` (a fairseq checkpoint of any plugin architecture or
     fairseq's ``transformer``) and ``data_dir`` (the data-bin written by
-    ``scripts/prepare_translation.py`` that it was trained on).
+    ``ssan-prepare-translation`` that it was trained on).
 
     ``.translate(list_of_raw_sentences)`` returns one detokenised translation per sentence.
     Raises ``PipelineError`` (with a message for people) on a missing/foreign checkpoint, a
     data dir without manifest, or (with ``too_long="error"``) an over-long sentence."""
+    register()
     options = TranslateOptions(beam=beam, lenpen=lenpen, max_len_a=max_len_a,
                                max_len_b=max_len_b, batch_size=batch_size, too_long=too_long,
                                threads=threads, cpu=cpu)

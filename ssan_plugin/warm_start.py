@@ -83,7 +83,9 @@ def continue_as_variant(base_path: str, out_path: str, arch: str, variant_flags:
                         criterion: str = "selective_label_smoothed_cross_entropy",
                         data: Optional[str] = None) -> WarmStartReport:
     """Write ``out_path``: ``base_path`` (a fairseq translation checkpoint) continued as ``arch``."""
-    import ssan_plugin  # noqa: F401  (registrations, the checkpoint allow-list)
+    from . import register
+
+    register()  # the plugin's architectures and criteria, the checkpoint allow-list
 
     if criterion not in CRITERION_REGISTRY:
         raise WarmStartError(f"--criterion {criterion!r} is not registered")

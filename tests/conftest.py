@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+import fairseq  # noqa: F401,E402  (first: the plugin registers at once, as under fairseq's CLIs)
+import ssan_plugin  # noqa: F401,E402
+
 ROOT = Path(__file__).resolve().parents[1]
 PLUGIN_DIR = ROOT / "ssan_plugin"
 SHARED_DATA = ROOT.parent / "shared" / "data"

@@ -5,7 +5,7 @@
 #   bash examples/analysis/run_analysis.sh [NAME=CHECKPOINT ...]
 #
 # Defaults: the En-De post-norm seed-1 runs of the translation experiments
-# (scripts/run_experiments.py --plan examples/translation/experiments.json --out runs/experiments).
+# (ssan-run-experiments --plan examples/translation/experiments.json --out runs/experiments).
 # Environment: DATA (data-bin), OUT (default runs/analysis), SHARED (default ../shared),
 # PROBE_LINES (raw English sentences for bigram_shift / wrd, default 10000), SEED (default 1).
 # The first system is the reference the report compares against; systems with selection also get
@@ -50,27 +50,27 @@ step() {
 
 # probing sets (SentEval format), built once, shared by every system
 [ -e "$OUT/probe_text.en" ] || head -n "$PROBE_LINES" "$MT/train.en" > "$OUT/probe_text.en"
-step "$OUT/tree_depth.txt" $PY scripts/make_probing_data.py --task tree_depth --conll "$EWT/train.gold_conll" --out "$OUT/tree_depth.txt"
-step "$OUT/top_const.txt" $PY scripts/make_probing_data.py --task top_constituent --conll "$EWT/train.gold_conll" --out "$OUT/top_const.txt"
-step "$OUT/bshift.txt" $PY scripts/make_probing_data.py --task bigram_shift --input "$OUT/probe_text.en" --seed "$SEED" --out "$OUT/bshift.txt"
-step "$OUT/wrd.txt" $PY scripts/make_probing_data.py --task wrd --input "$OUT/probe_text.en" --seed "$SEED" --out "$OUT/wrd.txt"
-step "$OUT/wrd_shared.txt" $PY scripts/make_probing_data.py --task wrd --input "$SHARED/data/probing/wrd" --seed "$SEED" --out "$OUT/wrd_shared.txt"
+step "$OUT/tree_depth.txt" $PY -m ssan_plugin.commands.make_probing_data --task tree_depth --conll "$EWT/train.gold_conll" --out "$OUT/tree_depth.txt"
+step "$OUT/top_const.txt" $PY -m ssan_plugin.commands.make_probing_data --task top_constituent --conll "$EWT/train.gold_conll" --out "$OUT/top_const.txt"
+step "$OUT/bshift.txt" $PY -m ssan_plugin.commands.make_probing_data --task bigram_shift --input "$OUT/probe_text.en" --seed "$SEED" --out "$OUT/bshift.txt"
+step "$OUT/wrd.txt" $PY -m ssan_plugin.commands.make_probing_data --task wrd --input "$OUT/probe_text.en" --seed "$SEED" --out "$OUT/wrd.txt"
+step "$OUT/wrd_shared.txt" $PY -m ssan_plugin.commands.make_probing_data --task wrd --input "$SHARED/data/probing/wrd" --seed "$SEED" --out "$OUT/wrd_shared.txt"
 [ -e "$OUT/examples.en" ] || head -n 3 "$MT/test.en" > "$OUT/examples.en"
 
 for spec in "$@"; do
   name=${spec%%=*}; ck=${spec#*=}
   [ -f "$ck" ] || { echo "run_analysis.sh: error: checkpoint $ck ($name) is missing" >&2; exit 2; }
   for t in tree_depth:tree_depth top_constituent:top_const bigram_shift:bshift wrd:wrd wrd:wrd_shared; do
-    step "$OUT/probe_${t##*:}.$name.json" $PY scripts/probe.py --data "$DATA" --checkpoint "$ck" \
+    step "$OUT/probe_${t##*:}.$name.json" $PY -m ssan_plugin.commands.probe --data "$DATA" --checkpoint "$ck" \
       --task "${t%%:*}" --probing-file "$OUT/${t##*:}.txt" --seed "$SEED" --json "$OUT/probe_${t##*:}.$name.json"
   done
-  step "$OUT/trees.$name.json" $PY scripts/induce_trees.py --data "$DATA" --checkpoint "$ck" \
+  step "$OUT/trees.$name.json" $PY -m ssan_plugin.commands.induce_trees --data "$DATA" --checkpoint "$ck" \
     --conll "$EWT/dev.gold_conll" --json "$OUT/trees.$name.json"
   if [ "$name" != "${1%%=*}" ]; then   # the reference (first) system has no selection
-    step "$OUT/selection_stats.$name.json" $PY scripts/selection_stats.py --data "$DATA" --checkpoint "$ck" \
+    step "$OUT/selection_stats.$name.json" $PY -m ssan_plugin.commands.selection_stats --data "$DATA" --checkpoint "$ck" \
       --conll "$EWT/dev.gold_conll" --json "$OUT/selection_stats.$name.json" --png "$OUT/selection_stats.$name.png"
   fi
-  step "$OUT/maps.$name.done" $PY scripts/show_selection.py --data "$DATA" --checkpoint "$ck" \
+  step "$OUT/maps.$name.done" $PY -m ssan_plugin.commands.show_selection --data "$DATA" --checkpoint "$ck" \
     --input "$OUT/examples.en" --out "$OUT/maps.$name"
 done
 echo "outputs in $OUT"

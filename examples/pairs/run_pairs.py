@@ -43,8 +43,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script: the plugin package from this checkout
-from ssan_plugin.run_archive import (Run, RunFailed, execute, locked, log,  # noqa: E402
-                                     run_command, write_atomic)
+from ssan_plugin.experiments.archive import (
+    Run,
+    RunFailed,
+    execute,
+    locked,
+    log,
+    run_command,
+    write_atomic,
+)
 
 PY = sys.executable
 FAIRSEQ_TRAIN = str(Path(PY).parent / "fairseq-train")
@@ -82,7 +89,7 @@ def split_sick(out: Path, valid_pairs: int, seed: int = 1):
 def prepare(raw: Path, dest: Path, extra, dry):
     if (dest / "manifest.json").exists():
         return
-    run_command([PY, "scripts/prepare_pairs.py", "--format", "sick", "--train", raw / "train.tsv",
+    run_command([PY, "-m", "ssan_plugin.commands.prepare_pairs", "--format", "sick", "--train", raw / "train.tsv",
                  "--valid", raw / "valid.tsv", "--test", raw / "test.tsv", "--dest", dest,
                  "--overwrite", *extra], dry_run=dry)
 
@@ -109,8 +116,8 @@ def pooled_rows(archive: Path):
     headline test metric's mean over seeds and, against the first encoder, the seed-level test
     (the verdict; Holm over every comparison of these rows) and the pooled bootstrap's
     sentence-level p (these seeds held fixed)."""
-    from ssan_plugin.seed_groups import seed_level_cells, verdict
-    from ssan_plugin.significance import holm
+    from ssan_plugin.stats.seed_groups import seed_level_cells, verdict
+    from ssan_plugin.stats.significance import holm
 
     found = []
     for path in sorted((archive / "compare" / "pooled").glob("*.json")):
@@ -195,7 +202,7 @@ def pair_run(target, init, encoder, seed, args, data, translation) -> Run:
         return command
 
     def evaluate(save):
-        return [[PY, "scripts/evaluate_pairs.py", "--data", data[init], "--checkpoint",
+        return [[PY, "-m", "ssan_plugin.commands.evaluate_pairs", "--data", data[init], "--checkpoint",
                  f"{name}={save / 'checkpoint_best.pt'}", "--subset", subset, "--json",
                  save / f"{subset}.json", "--predictions", save / f"{subset}.predictions.tsv",
                  "--cpu"] for subset in ("valid", "test")]
@@ -280,7 +287,7 @@ def compare_predictions(json_out: Path, systems, data_dir: Path, env) -> None:
         return
     json_out.parent.mkdir(parents=True, exist_ok=True)
     preds = [a for name, path in systems for a in ("--pred", f"{name}={path}")]
-    run_command([PY, "scripts/evaluate_pairs.py", "--data", data_dir, *preds,
+    run_command([PY, "-m", "ssan_plugin.commands.evaluate_pairs", "--data", data_dir, *preds,
                  "--subset", "test", "--json", json_out], env=env)
 
 

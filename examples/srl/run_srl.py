@@ -6,17 +6,17 @@
         [--updates 4000] [--validate-interval 500] [--average-last N] [--dry-run]
 
 Data: ../shared/data/srl/ewt/{train,dev}.gold_conll, prepared once into OUT/data by
-scripts/prepare_srl.py. EWT has no test split here: validation on dev chooses
+ssan-prepare-srl. EWT has no test split here: validation on dev chooses
 ``checkpoint_best.pt`` by span F1 (``--best-checkpoint-metric f1``), and dev F1 is reported,
 so the numbers are optimistic for every system alike. Each run: ``srl_tagger_small`` with
 ``--srl-encoder ENC`` and the ``--flags`` of the configuration, ``--max-update --updates``,
 validation (dev F1, the learning curve) and a checkpoint every ``--validate-interval`` updates;
-then scripts/evaluate_srl.py decodes dev with the best checkpoint, or with ``--average-last N``
-with the average of the last N interval checkpoints (scripts/average_checkpoints.py; the best
+then ssan-evaluate-srl decodes dev with the best checkpoint, or with ``--average-last N``
+with the average of the last N interval checkpoints (ssan-average-checkpoints; the best
 one is scored as well, ``dev_best`` in result.json).
 
 Archive (``--archive``, default examples/srl/experiments, committed; built on
-ssan_plugin.run_archive, so a fresh clone skips archived runs and a killed run resumes):
+ssan_plugin.experiments.archive, so a fresh clone skips archived runs and a killed run resumes):
 per run ``CONFIG_ENC_sSEED/result.json`` (overall P/R/F1 and counts, the flags),
 ``dev.pred.props.gz`` and ``curve.jsonl`` (fairseq's train and valid records, valid ``f1``
 included); per (config, seed) with every encoder archived, ``compare/CONFIG_sSEED.json``:
@@ -35,8 +35,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script: the plugin package from this checkout
-from ssan_plugin.run_archive import (Run, RunFailed, execute, locked, log,  # noqa: E402
-                                     run_command, write_atomic)
+from ssan_plugin.experiments.archive import (
+    Run,
+    RunFailed,
+    execute,
+    locked,
+    log,
+    run_command,
+    write_atomic,
+)
 
 PY = sys.executable
 FAIRSEQ_TRAIN = str(Path(PY).parent / "fairseq-train")
@@ -52,7 +59,7 @@ TRAINING = ["--arch", "srl_tagger_small", "--dropout", "0.1", "--criterion", "sr
 def prepare(raw: Path, dest: Path, dry: bool) -> Path:
     """The data directory, prepared again if missing or from before characters existed."""
     if not (dest / "manifest.json").exists() or not (dest / "dict.chars.txt").exists():
-        run_command([PY, "scripts/prepare_srl.py", "--format", "conll2012", "--train",
+        run_command([PY, "-m", "ssan_plugin.commands.prepare_srl", "--format", "conll2012", "--train",
                      raw / "train.gold_conll", "--valid", raw / "dev.gold_conll", "--dest", dest],
                     dry_run=dry)
     return dest
@@ -71,7 +78,7 @@ def srl_run(config: str, flags, encoder: str, seed: int, args, data: Path) -> Ru
                 "--log-format", "json", "--log-interval", 100, "--num-workers", 0]
 
     def score(save, checkpoint, props, report):
-        return [PY, "scripts/evaluate_srl.py", "--data", data, "--checkpoint", checkpoint,
+        return [PY, "-m", "ssan_plugin.commands.evaluate_srl", "--data", data, "--checkpoint", checkpoint,
                 "--subset", "valid", "--gold-props", save / "dev.gold.props", "--pred-props",
                 props, "--json", report, "--cpu"]
 
@@ -82,7 +89,7 @@ def srl_run(config: str, flags, encoder: str, seed: int, args, data: Path) -> Ru
         # the reported checkpoint is the average of the last N interval checkpoints; the
         # best-on-dev one is scored as well, for the comparison (result "dev_best")
         average = save / f"checkpoint_avg{args.average_last}.pt"
-        return [[PY, "scripts/average_checkpoints.py", "--last", args.average_last, save,
+        return [[PY, "-m", "ssan_plugin.commands.average_checkpoints", "--last", args.average_last, save,
                  "--kind", "update", "--output", average],
                 score(save, average, save / "dev.pred.props.gz", save / "dev.json"),
                 score(save, save / "checkpoint_best.pt", save / "dev.best.props",
@@ -132,7 +139,7 @@ def compare_props_files(out: Path, systems, gold: Path, env) -> None:
         return
     out.parent.mkdir(parents=True, exist_ok=True)
     preds = [a for name, path in systems for a in ("--pred-props", f"{name}={path}")]
-    run_command([PY, "scripts/evaluate_srl.py", "--gold-props", gold, *preds, "--json", out],
+    run_command([PY, "-m", "ssan_plugin.commands.evaluate_srl", "--gold-props", gold, *preds, "--json", out],
                 env=env)
 
 
@@ -167,8 +174,8 @@ def pooled_table(archive: Path) -> str:
     """Markdown of every compare/pooled/CONFIG.json: seed-mean F1 ± sd and, against the first
     encoder, the seed-level test (the verdict; Holm over every comparison of this table) and the
     sentence-level p of the pooled bootstrap (these seeds only)."""
-    from ssan_plugin.seed_groups import seed_level_cells, verdict
-    from ssan_plugin.significance import holm
+    from ssan_plugin.stats.seed_groups import seed_level_cells, verdict
+    from ssan_plugin.stats.significance import holm
 
     rows = []
     for path in sorted((archive / "compare" / "pooled").glob("*.json")):
@@ -252,7 +259,7 @@ def main(argv=None):
     ap.add_argument("--validate-interval", type=int, default=500)
     ap.add_argument("--average-last", type=int, default=0, metavar="N",
                     help="report the average of the last N interval checkpoints (kept while "
-                         "training; scripts/average_checkpoints.py) instead of the best one; "
+                         "training; ssan-average-checkpoints) instead of the best one; "
                          "the best is scored too (result.json dev_best). 0: the best only")
     ap.add_argument("--threads", type=int, default=2, help="OMP_NUM_THREADS of each training")
     ap.add_argument("--dry-run", action="store_true")

@@ -1,5 +1,5 @@
 """Inputs of the analysis tools: a checkpoint with its data-bin, raw text or CoNLL words encoded
-exactly as ``scripts/prepare_translation.py`` encoded the training data.
+exactly as ``ssan-prepare-translation`` encoded the training data.
 
 The data-bin's manifest says how raw words become pieces
 (:class:`ssan_plugin.translation.pipeline.TextPipeline`: normalisation, pretokenisation,

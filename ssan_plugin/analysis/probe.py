@@ -102,7 +102,7 @@ def train_probe(x: Dict[str, np.ndarray], y: Dict[str, Sequence[str]], classifie
 def run_probe(features: np.ndarray, splits: Sequence[str], labels: Sequence[str], task: str,
               classifier: str = "logreg", seed: int = 1) -> dict:
     """All layers: ``features`` (L + 1, N, C), one split (tr/va/te) and label per example.
-    Returns the JSON of scripts/probe.py: task, n_test, majority, classifier, seed, layers[]."""
+    Returns the JSON of ssan-probe: task, n_test, majority, classifier, seed, layers[]."""
     splits = np.asarray(splits)
     labels = np.asarray(labels)
     parts = {s: splits == s for s in ("tr", "va", "te")}

@@ -2,8 +2,8 @@
 ``examples/analysis/run_analysis.sh`` writes into one directory.
 
 File names (``NAME`` a system, the first one the reference):
-``probe_SET.NAME.json`` (scripts/probe.py), ``trees.NAME.json`` (scripts/induce_trees.py),
-``selection_stats.NAME.json`` (scripts/selection_stats.py, systems with selection only).
+``probe_SET.NAME.json`` (ssan-probe), ``trees.NAME.json`` (ssan-induce-trees),
+``selection_stats.NAME.json`` (ssan-selection-stats, systems with selection only).
 Missing files are reported, never skipped silently: a table needs every system's file.
 """
 

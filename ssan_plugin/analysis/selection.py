@@ -43,7 +43,9 @@ def load_model(checkpoint, data=None, subset: Optional[str] = None):
 
     ``data`` replaces the data-bin recorded in the checkpoint (e.g. when it moved); ``subset``
     (e.g. "test") is loaded into the task (``task.dataset(subset)``)."""
-    import ssan_plugin  # noqa: F401  (registers the models before the checkpoint is read)
+    from .. import register
+
+    register()  # the plugin's models and tasks before the checkpoint is read
     from fairseq import checkpoint_utils
 
     overrides = {"data": str(data)} if data is not None else None

@@ -1,4 +1,4 @@
-"""The workflows behind the analysis scripts (``scripts/show_selection.py``,
+"""The workflows behind the analysis scripts (``ssan-show-selection``,
 ``selection_stats.py``, ``probe.py``, ``induce_trees.py``): model and data in, JSON-friendly
 results out. Bad input raises :class:`~ssan_plugin.translation.textio.PipelineError` with one
 line naming the problem. See examples/analysis/README.md."""

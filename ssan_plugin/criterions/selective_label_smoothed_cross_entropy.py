@@ -50,7 +50,7 @@ from omegaconf import II
 from torch import Tensor
 
 from ..modules.selection import SelectionReporter, SelectionStats
-from ..cli import OptionError
+from ..cli.errors import OptionError
 
 PENALTY_FORMS = ("rate", "count")
 BASELINES = ("batch", "running", "none")

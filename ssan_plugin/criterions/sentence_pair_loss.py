@@ -31,7 +31,7 @@ from .selective_label_smoothed_cross_entropy import (
     SelectiveLabelSmoothedCrossEntropyConfig,
     SelectiveLabelSmoothedCrossEntropyCriterion,
 )
-from ..cli import OptionError
+from ..cli.errors import OptionError
 
 
 @dataclass

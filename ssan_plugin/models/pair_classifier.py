@@ -40,7 +40,7 @@ from ..pairs.relatedness import check_relatedness_loss, relatedness_scores
 from .architectures import transformer_small
 from .variant_transformer import VariantTransformerEncoder
 from .variants import ENCODER_VARIANTS, add_encoder_args
-from ..cli import OptionError
+from ..cli.errors import OptionError
 
 POOLINGS = ("mean", "source2token")
 

@@ -30,7 +30,7 @@ from fairseq.models.transformer.transformer_legacy import base_architecture
 
 from .variant_transformer import VariantTransformerEncoder
 from .variants import ENCODER_VARIANTS, add_encoder_args
-from ..cli import OptionError
+from ..cli.errors import OptionError
 
 
 def predicate_position(predicate):
@@ -125,7 +125,7 @@ class SRLEncoder(VariantTransformerEncoder):
         if self.char_features is not None:
             if chars is None or chars.shape[:2] != src_tokens.shape:
                 raise OptionError("--srl-char-dim needs the (B, T, L) characters of the words: "
-                                 "a data directory with S.chars (scripts/prepare_srl.py), got "
+                                 "a data directory with S.chars (ssan-prepare-srl), got "
                                  f"{None if chars is None else tuple(chars.shape)} for words "
                                  f"{tuple(src_tokens.shape)}")
             token_embeddings = token_embeddings + self.char_features(chars)
@@ -191,7 +191,7 @@ class SRLTaggerModel(FairseqEncoderModel):
             if getattr(task, "char_dict", None) is None:
                 raise OptionError("--srl-char-dim needs a data directory with characters "
                                  "(dict.chars.txt and S.chars): prepare it again with "
-                                 "scripts/prepare_srl.py")
+                                 "ssan-prepare-srl")
             encoder.enable_char_features(task.char_dict, args.srl_char_dim)
         labels = len(task.target_dictionary)
         if args.srl_classifier == "predicate-mlp":

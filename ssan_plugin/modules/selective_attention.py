@@ -25,7 +25,7 @@ from .selection import (
     gumbel_sigmoid_straight_through,
     logistic_noise_like,
 )
-from ..cli import OptionError
+from ..cli.errors import OptionError
 
 logger = logging.getLogger(__name__)
 

@@ -12,6 +12,6 @@
 - ``transfer``: a translation encoder's weights into the pair model's encoder;
 - ``evaluate``: checkpoints -> predictions, metrics and comparisons.
 
-Front ends: ``scripts/prepare_pairs.py``, ``scripts/evaluate_pairs.py``; fairseq side:
+Front ends: ``ssan-prepare-pairs``, ``ssan-evaluate-pairs``; fairseq side:
 ``tasks/sentence_pair.py``, ``models/pair_classifier.py``, ``criterions/sentence_pair_loss.py``.
 """

@@ -33,9 +33,11 @@ from typing import Dict, List, Sequence, Tuple
 import torch
 from fairseq import checkpoint_utils, utils
 
-from ..cli import InputError, check_input_dir, check_output_file, load_checkpoint, read_text
-from ..seed_groups import group_order, has_groups, parse_member, seed_level_cells, verdict
-from ..significance import holm
+from ..cli.errors import InputError
+from ..cli.files import check_input_dir, check_output_file, read_text
+from ..cli.checkpoints import load_checkpoint
+from ..stats.seed_groups import group_order, has_groups, parse_member, seed_level_cells, verdict
+from ..stats.significance import holm
 from . import datadir
 from .corpus import LABELS
 from .metrics import compare, compare_groups, system_metrics
@@ -149,7 +151,7 @@ GROUPED_METRICS = (("entailment", "accuracy"), ("entailment", "macro_f1"),
 
 
 def seed_groups(names: Sequence[str]) -> Dict[str, List[str]]:
-    """{group: member names} for systems named GROUP@SEED (``ssan_plugin.seed_groups``), in
+    """{group: member names} for systems named GROUP@SEED (``ssan_plugin.stats.seed_groups``), in
     order of first appearance (a name without '@' is a group of its own); {} when no name has
     '@'."""
     if not has_groups(names):

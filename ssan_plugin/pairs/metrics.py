@@ -2,7 +2,7 @@
 Pearson r, Spearman rho (scipy) and MSE; paired tests. Tai et al.'s target distribution lives
 with the rest of the relatedness maths in ``relatedness`` (re-exported here).
 
-Paired tests (``compare``) use ``ssan_plugin.significance.paired_bootstrap`` (two-sided, ties
+Paired tests (``compare``) use ``ssan_plugin.stats.significance.paired_bootstrap`` (two-sided, ties
 counted, add-one: identical predictions give p = 1) on per-pair sufficient statistics:
 accuracy from (correct, 1), Pearson r from (x, y, x^2, y^2, xy, 1), MSE from ((x - y)^2, 1).
 Spearman's rho is not a sum of per-pair statistics (ranks are global) and gets no test. The
@@ -98,9 +98,9 @@ TESTED = {  # metric -> (head, per-pair statistics, score of the summed statisti
 
 
 def paired_test(baseline_stats, system_stats, score, n_samples: int, seed: int) -> dict:
-    """The project's paired bootstrap (ssan_plugin.significance); the one place to swap it.
+    """The project's paired bootstrap (ssan_plugin.stats.significance); the one place to swap it.
     Each side: one (N, k) statistics array, or a list of them (seeds pooled)."""
-    from ..significance import paired_bootstrap
+    from ..stats.significance import paired_bootstrap
 
     result = paired_bootstrap(baseline_stats, system_stats, score, n_samples=n_samples, seed=seed)
     return {"delta": result.delta, "p_value": result.p_value, "test": result.test,
@@ -119,7 +119,7 @@ def compare_groups(gold: Dict[str, list], baseline: List[Dict[str, list]],
     (``significance.seed_level_test``; ``p_holm`` is left to the caller, who knows the
     table). Members map ``label`` and ``score`` to per-pair lists (None when a model has no
     such head)."""
-    from ..significance import seed_level_test
+    from ..stats.significance import seed_level_test
 
     out = {}
     for metric, (head, stats, score) in TESTED.items():

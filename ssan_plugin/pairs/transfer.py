@@ -17,7 +17,8 @@ from typing import List
 
 import torch
 
-from ..cli import InputError, load_checkpoint
+from ..cli.errors import InputError
+from ..cli.checkpoints import load_checkpoint
 
 logger = logging.getLogger(__name__)
 

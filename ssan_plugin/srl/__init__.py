@@ -16,6 +16,6 @@
 Only ``binarize`` (fairseq Dictionary, indexed datasets) and ``evaluate`` (checkpoints, the
 task) use fairseq. The fairseq side lives in ``ssan_plugin.tasks.srl`` (task),
 ``ssan_plugin.models.srl_tagger`` (model) and ``ssan_plugin.criterions.srl_cross_entropy``
-(criterion). The command-line front ends are ``scripts/prepare_srl.py`` and
-``scripts/evaluate_srl.py``.
+(criterion). The command-line front ends are ``ssan-prepare-srl`` and
+``ssan-evaluate-srl``.
 """

@@ -25,7 +25,8 @@ from typing import Dict, Iterable, Iterator, List, NamedTuple, Sequence, Tuple
 import torch
 from fairseq.data import Dictionary, indexed_dataset
 
-from ..cli import InputError, check_input_file, check_output_dir
+from ..cli.errors import InputError
+from ..cli.files import check_input_file, check_output_dir
 from . import datadir
 from .conll2005 import read_conll2005, resolve_conll2005
 from .conll2012 import read_conll2012

@@ -16,7 +16,7 @@ and compares each system with the first by ``significance.paired_bootstrap`` ove
 for tag (spacing aside). Two different outputs with the same per-sentence counts also get
 p = 1, but are not ``identical``.
 
-Seeds pooled: systems named ``GROUP@SEED`` (``ssan_plugin.seed_groups``; e.g. ``san@1``,
+Seeds pooled: systems named ``GROUP@SEED`` (``ssan_plugin.stats.seed_groups``; e.g. ``san@1``,
 ``san@2``, ``ssan@1``, ``ssan@2``) are each compared with the first group's system of the same
 seed (else with the first system), and the report gains ``groups``: per group the mean and
 standard deviation over seeds of P, R and F1, and for each group after the first the delta of
@@ -56,10 +56,11 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..cli import InputError, check_input_file, check_output_file
-from .. import seed_groups
-from ..seed_groups import SeedGroupError, group_order, has_groups, same_seed_baseline
-from ..significance import DEFAULT_BOOTSTRAP_SAMPLES, DEFAULT_SEED, paired_bootstrap
+from ..cli.errors import InputError
+from ..cli.files import check_input_file, check_output_file
+from ..stats import seed_groups
+from ..stats.seed_groups import SeedGroupError, group_order, has_groups, same_seed_baseline
+from ..stats.significance import DEFAULT_BOOTSTRAP_SAMPLES, DEFAULT_SEED, paired_bootstrap
 from .brackets import BracketError, Phrase, parse_brackets
 from .props import PropsSentence, read_props
 from .scorer import EXCLUDED, Counts, PropositionMatch, evaluate, sentence_counts
@@ -72,7 +73,7 @@ DISTANCE_BUCKETS: Tuple[Tuple[int, Optional[int]], ...] = ((0, 0), (1, 2), (3, 5
                                                             (11, None))
 
 SIGNIFICANCE = {
-    "test": "paired bootstrap over sentences (ssan_plugin.significance.paired_bootstrap)",
+    "test": "paired bootstrap over sentences (ssan_plugin.stats.significance.paired_bootstrap)",
     "statistics": "per-sentence (correct, excess, missed) of the scorer, V excluded",
     "score": "F1 = 200 c / (2 c + e + m)",
     "convention": "two-sided, ties counted, add-one: p = (#{|d* - d| >= |d|} + 1) / "
@@ -326,7 +327,7 @@ def compare_props(gold_path: str, systems: Sequence[Tuple[str, str]],
 
 
 def pooled_groups(scored: Sequence[SystemScore], n_samples: int, seed: int) -> List[dict]:
-    """Seeds pooled (``ssan_plugin.seed_groups``): per group ``name``, ``systems``,
+    """Seeds pooled (``ssan_plugin.stats.seed_groups``): per group ``name``, ``systems``,
     ``n_seeds``, ``mean`` and ``std`` (sample standard deviation, 0 for one seed) of
     precision, recall and F1 over its seeds; each group after the first also ``delta`` (mean
     F1 minus the first group's), ``p_value``: the paired bootstrap over sentences of the

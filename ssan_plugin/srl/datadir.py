@@ -1,7 +1,7 @@
 """The SRL data directory: file names and formats, shared by the writer and every reader.
 
-``scripts/prepare_srl.py`` (``binarize``) writes it; the ``srl`` task and
-``scripts/evaluate_srl.py`` read it. A directory DIR holds:
+``ssan-prepare-srl`` (``binarize``) writes it; the ``srl`` task and
+``ssan-evaluate-srl`` read it. A directory DIR holds:
 
 - ``dict.words.txt``, ``dict.labels.txt``, ``dict.chars.txt``: fairseq Dictionaries of the
   words, the BIO labels and the characters of the words seen in the training split;

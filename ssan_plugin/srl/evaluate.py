@@ -22,7 +22,9 @@ import torch
 from fairseq import checkpoint_utils, utils
 from fairseq.tasks import TASK_REGISTRY
 
-from ..cli import InputError, check_input_dir, check_output_file, load_checkpoint
+from ..cli.errors import InputError
+from ..cli.files import check_input_dir, check_output_file
+from ..cli.checkpoints import load_checkpoint
 from . import datadir
 from .brackets import bio_to_brackets
 from .props import PropsSentence, read_props, write_props

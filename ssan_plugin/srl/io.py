@@ -7,7 +7,7 @@ line and byte offset."""
 import gzip
 import io
 
-from ..cli import read_text
+from ..cli.files import read_text
 
 
 def open_text(path: str, mode: str = "r"):

@@ -1,4 +1,4 @@
-"""Span F1 during fairseq validation, equal to ``scripts/evaluate_srl.py`` on the same split.
+"""Span F1 during fairseq validation, equal to ``ssan-evaluate-srl`` on the same split.
 
 srl-eval.pl scores every proposition on its own (``scorer.match_propositions``: gold and
 predicted arguments of one predicate are matched with each other only), and the overall

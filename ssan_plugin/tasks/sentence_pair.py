@@ -1,6 +1,6 @@
 """fairseq task ``sentence_pair``: entailment and/or relatedness of sentence pairs.
 
-Data directory: the layout of ``ssan_plugin.pairs.datadir`` (``scripts/prepare_pairs.py``).
+Data directory: the layout of ``ssan_plugin.pairs.datadir`` (``ssan-prepare-pairs``).
 ``--pair-target entailment|relatedness|both`` chooses the model's heads (``heads``):
 ``entailment`` 3 logits (labels in ``pairs.corpus.LABELS`` order), ``relatedness`` 5 logits
 (``--relatedness-loss kl``, Tai et al. 2015) or 1 output (``mse``, regression to [1, 5]).
@@ -78,7 +78,7 @@ class SentencePairTask(FairseqTask):
         path = datadir.dict_path(cfg.data)
         if not os.path.exists(path):
             raise FileNotFoundError(f"{path} not found: --task sentence_pair expects a directory "
-                                    "written by scripts/prepare_pairs.py")
+                                    "written by ssan-prepare-pairs")
         dictionary = Dictionary.load(path)
         logger.info("sentence_pair: %d types, target %s", len(dictionary), cfg.pair_target)
         return cls(cfg, dictionary)
@@ -126,7 +126,7 @@ class SentencePairTask(FairseqTask):
             ds = data_utils.load_indexed_dataset(prefix, self.dictionary)
             if ds is None:
                 raise FileNotFoundError(f"sentence_pair split {split!r}: {prefix}.{{bin,idx}} not "
-                                        "found (run scripts/prepare_pairs.py)")
+                                        "found (run ssan-prepare-pairs)")
             sides.append(ds)
         gold = datadir.read_gold(datadir.gold_path(self.cfg.data, split))
         s1, s2 = sides

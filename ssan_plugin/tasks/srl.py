@@ -1,7 +1,7 @@
 """fairseq task ``srl``: one tagging instance per predicate.
 
 Data directory: the layout of ``ssan_plugin.srl.datadir`` (written by
-``scripts/prepare_srl.py``): the word and label Dictionaries, and per split the aligned
+``ssan-prepare-srl``): the word and label Dictionaries, and per split the aligned
 ``words`` / ``predicate`` / ``labels`` indexed datasets (one item per instance, one entry per
 word, no EOS; predicate entries are 1 at the predicate word, else 0).
 
@@ -10,7 +10,7 @@ and, when the directory has the ``chars`` datasets, ``chars``: (B, T, L) charact
 word (``srl.characters``; read by models with ``--srl-char-dim``),
 ``target``: (B, T) label ids, padded with the label dictionary's pad index. Outside the
 training split, ``srl_gold``: the instances' gold propositions (``srl.validation``), so that
-validation logs span ``precision`` / ``recall`` / ``f1`` (percent) as ``scripts/evaluate_srl.py``
+validation logs span ``precision`` / ``recall`` / ``f1`` (percent) as ``ssan-evaluate-srl``
 computes them: every batch is decoded with constrained Viterbi (``decode``) and scored by the
 CoNLL scorer, the (correct, excess, missed) counts are summed over the batches in
 ``reduce_metrics`` and the metrics derived from the sums (``--no-eval-f1`` turns this off).
@@ -85,7 +85,7 @@ class SRLTask(FairseqTask):
             if not os.path.exists(path):
                 raise FileNotFoundError(
                     f"{path} not found: --task srl expects a directory written by "
-                    "scripts/prepare_srl.py"
+                    "ssan-prepare-srl"
                 )
             dicts.append(Dictionary.load(path))
         chars = datadir.char_dict_path(cfg.data)
@@ -113,7 +113,7 @@ class SRLTask(FairseqTask):
             if ds is None:
                 raise FileNotFoundError(
                     f"SRL split {split!r}: {prefix}.{{bin,idx}} not found "
-                    "(run scripts/prepare_srl.py)"
+                    "(run ssan-prepare-srl)"
                 )
             parts[name] = ds
         words, predicate = parts[datadir.WORDS], parts[datadir.PREDICATE]
@@ -154,7 +154,7 @@ class SRLTask(FairseqTask):
         if chars is None:
             raise FileNotFoundError(f"SRL split {split!r}: {prefix}.{{bin,idx}} not found while "
                                     f"{datadir.char_dict_path(self.cfg.data)} exists (prepare "
-                                    "the data again with scripts/prepare_srl.py)")
+                                    "the data again with ssan-prepare-srl)")
         return {"chars": WordCharactersDataset(chars, sizes, self.char_dict.eos(),
                                                self.char_dict.pad(), split=split)}
 
@@ -166,7 +166,7 @@ class SRLTask(FairseqTask):
                      datadir.instances_path(self.cfg.data, split)):
             if not os.path.exists(path):
                 raise FileNotFoundError(f"SRL split {split!r}: {path} not found, needed for "
-                                        "the validation F1 (run scripts/prepare_srl.py, or "
+                                        "the validation F1 (run ssan-prepare-srl, or "
                                         "--no-eval-f1)")
         gold = read_gold_instances(self.cfg.data, split)
         if len(gold) != len(sizes) or any(len(g.targets) != n for g, n in zip(gold, sizes)):

@@ -14,6 +14,6 @@ One concern per module:
 - ``translator``: raw sentences -> translations in-process (``ssan_plugin.hub.load``);
 - ``average``: checkpoint averaging.
 
-The command-line front ends are ``scripts/prepare_translation.py``,
-``scripts/evaluate_bleu.py``, ``scripts/translate.py`` and ``scripts/average_checkpoints.py``.
+The command-line front ends are ``ssan-prepare-translation``,
+``ssan-evaluate-bleu``, ``ssan-translate`` and ``ssan-average-checkpoints``.
 """

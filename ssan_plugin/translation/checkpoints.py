@@ -26,7 +26,8 @@ def _task_cfg(state):
 def load_checkpoint_state(path, expect_task="translation"):
     """The checkpoint's state, with ssan_plugin.cli.load_checkpoint's checks (safe loading,
     a translation checkpoint); PipelineError otherwise."""
-    from ..cli import InputError, load_checkpoint
+    from ..cli.errors import InputError
+    from ..cli.checkpoints import load_checkpoint
 
     try:
         return load_checkpoint(path, expect_task=expect_task)

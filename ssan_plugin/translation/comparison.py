@@ -1,6 +1,6 @@
 """Comparing systems beyond one corpus score: seeds pooled into groups, BLEU by source length.
 
-- Groups (``ssan_plugin.seed_groups``): a system named ``GROUP@SEED`` (``ssan@1``, ``ssan@2``)
+- Groups (``ssan_plugin.stats.seed_groups``): a system named ``GROUP@SEED`` (``ssan@1``, ``ssan@2``)
   belongs to group ``GROUP``; the first group is the baseline. Each group gets its seed-mean
   BLEU and standard deviation, and against the baseline group the seed-level test (the
   verdict: ``significance.seed_level_test``, Holm-corrected over the groups) and, labelled as
@@ -17,8 +17,8 @@ from typing import List, Sequence
 
 import numpy as np
 
-from .. import seed_groups
-from ..significance import ScoreFn
+from ..stats import seed_groups
+from ..stats.significance import ScoreFn
 from .textio import PipelineError
 
 #: (min_len, max_len) in source words; the last bucket is open-ended

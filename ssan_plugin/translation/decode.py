@@ -227,7 +227,8 @@ def decode(data, checkpoint, src, tgt, subset, expected: int, opts: GenerateOpti
     if log_path is not None:
         Path(log_path).write_text(log, encoding="utf-8")
     if returncode != 0:
-        from ..cli import StepError, step_log_path
+        from ..cli.errors import StepError
+        from ..cli.steps import step_log_path
 
         if log_path is None:
             log_path = step_log_path("fairseq-generate")

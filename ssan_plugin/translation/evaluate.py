@@ -153,10 +153,16 @@ def _translate_source(cfg: EvalConfig, spec: SystemSpec, sources):
 def evaluate(cfg: EvalConfig) -> dict:
     from sacrebleu.metrics import BLEU, CHRF
 
-    from ..significance import (DEFAULT_BOOTSTRAP_SAMPLES, DEFAULT_RANDOMIZATION_TRIALS,
-                                DEFAULT_SEED, paired_bootstrap, paired_randomization,
-                                sacrebleu_score_fn, sacrebleu_stats)
-    from ..seed_groups import has_groups, same_seed_baseline
+    from ..stats.significance import (
+        DEFAULT_BOOTSTRAP_SAMPLES,
+        DEFAULT_RANDOMIZATION_TRIALS,
+        DEFAULT_SEED,
+        paired_bootstrap,
+        paired_randomization,
+        sacrebleu_score_fn,
+        sacrebleu_stats,
+    )
+    from ..stats.seed_groups import has_groups, same_seed_baseline
     from .comparison import by_length, plot_by_length, pooled_groups, source_lengths
 
     if cfg.paired not in ("bs", "ar"):
@@ -351,7 +357,7 @@ def markdown_table(report: dict, notes: Optional[dict] = None) -> str:
         rows.append(row + f" {s['n']} | {_fmt(s.get('sent_per_s'), '.1f')} |")
     lines = rows
     if report.get("groups"):
-        from ..seed_groups import group_table
+        from ..stats.seed_groups import group_table
 
         lines += ["", group_table(report["groups"], "BLEU",
                                   lambda g: (g["mean_bleu"], g["std_bleu"]))]

@@ -1,7 +1,7 @@
 """The text pipeline recorded in a data-bin's manifest, applied to new text.
 
 One place turns raw source text into the sentencepiece pieces the model was trained on, and
-model output pieces back into detokenised text; preparation, evaluation, ``scripts/translate.py``
+model output pieces back into detokenised text; preparation, evaluation, ``ssan-translate``
 and ``ssan_plugin.hub`` all go through it, so that a sentence translated from raw text is
 processed exactly as the test split was:
 
@@ -81,7 +81,7 @@ def load_manifest(data_dir) -> dict:
     path = Path(data_dir) / MANIFEST
     if not path.is_file():
         raise PipelineError(f"{path} not found: --data must be a directory written by "
-                            f"scripts/prepare_translation.py")
+                            f"ssan-prepare-translation")
     with open(path, encoding="utf-8") as f:
         return json.load(f)
 

@@ -288,7 +288,7 @@ def report_too_long(split: str, encoded, files, max_positions: int) -> dict:
             shown = ", ".join(map(str, lines[:10])) + (", ..." if len(lines) > 10 else "")
             logger.warning("%s: %d line(s) longer than %d positions (sentencepiece pieces + end "
                            "of sentence), kept: lines %s; a model with --max-source/target-"
-                           "positions %d cannot decode them as they are (scripts/translate.py "
+                           "positions %d cannot decode them as they are (ssan-translate "
                            "and evaluate_bleu.py refuse them unless told --too-long truncate "
                            "or empty)", files[lang], len(lines), max_positions, shown,
                            max_positions)

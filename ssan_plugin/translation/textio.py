@@ -4,7 +4,8 @@ import hashlib
 from pathlib import Path
 from typing import List, Tuple
 
-from ..cli import InputError, check_input_file, decode_utf8
+from ..cli.errors import InputError
+from ..cli.files import check_input_file, decode_utf8
 
 
 class PipelineError(InputError):

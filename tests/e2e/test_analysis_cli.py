@@ -165,7 +165,7 @@ def test_induce_trees(setup, tmp_path, capsys):
 
 
 def test_script_in_a_subprocess_prints_one_line(setup, tmp_path):
-    result = run([PY, SCRIPTS / "induce_trees.py", *model(setup), "--conll", tmp_path / "none",
+    result = run([PY, "-m", "ssan_plugin.commands.induce_trees", *model(setup), "--conll", tmp_path / "none",
                   "--json", tmp_path / "x.json"], check=False)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1].startswith("induce_trees.py: error: missing CoNLL file")

@@ -22,7 +22,7 @@ import ssan_plugin  # noqa: F401
 from conftest import PLUGIN_DIR, TINY_MODEL, message_lines, run_cli
 from helpers.srl_cli import PROPS, WORDS
 from helpers.srl_cli import prepare as prepare_srl
-from helpers.translation_testlib import ENV, SCRIPTS, load_script, train_tiny
+from helpers.translation_testlib import ENV, load_script, script_command, script_file, train_tiny
 
 # stderr lines that are log records of the libraries, not messages of the script
 LOG_LINE = re.compile(r"^(INFO|WARNING|DEBUG):|^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\S* \| (INFO|WARNING) \|")
@@ -147,13 +147,13 @@ SUBPROCESS_CASES = {"prep_mt_invalid_utf8", "srl_ckpt_translation", "translate_i
 
 
 def run_script(argv):
-    cmd = [sys.executable, str(SCRIPTS / argv[0]), *map(str, argv[1:])]
+    cmd = [sys.executable, *script_command(argv[0]), *map(str, argv[1:])]
     return subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=300)
 
 
 def run_in_process(argv, capsys, monkeypatch):
     """main(argv) of the script, as its process would run it: (exit status, stdout, stderr)."""
-    monkeypatch.setattr(sys, "argv", [str(SCRIPTS / argv[0])])  # argparse's prog
+    monkeypatch.setattr(sys, "argv", [str(script_file(argv[0]))])  # argparse's prog
     module = load_script(argv[0][:-len(".py")])
     try:
         code = module.main([str(a) for a in argv[1:]])

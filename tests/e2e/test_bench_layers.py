@@ -1,4 +1,4 @@
-"""scripts/bench_encoder_layers.py end to end at a toy size: every kind asked for is measured
+"""benchmarks/bench_encoder_layers.py end to end at a toy size: every kind asked for is measured
 (time and memory, each in its own worker), the CSV has one row per (kind, T) with the medians,
 and the ratio table against SAN is printed."""
 
@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_layer_bench_toy_size(tmp_path):
     proc = subprocess.run(
-        [sys.executable, ROOT / "scripts" / "bench_encoder_layers.py", "--kinds", "san,ssan,resa",
+        [sys.executable, ROOT / "benchmarks" / "bench_encoder_layers.py", "--kinds", "san,ssan,resa",
          "--lengths", "4,8", "--batch", "2", "--width", "16", "--heads", "2", "--min-time", "0.01",
          "--repeats", "1", "--out", tmp_path],
         capture_output=True, text=True, timeout=600)
@@ -32,13 +32,13 @@ def test_layer_bench_toy_size(tmp_path):
 def test_layer_bench_eval_mode_toy_size(tmp_path):
     """--mode eval: an evaluation-mode forward with pads, every point measured, the mode in the
     CSV; the pads it uses are every other sentence's last quarter."""
-    sys.path.insert(0, str(ROOT / "scripts"))
+    sys.path.insert(0, str(ROOT / "benchmarks"))
     from bench_encoder_layers import padding_mask
 
     pad = padding_mask(3, 8)
     assert pad.tolist() == [[False] * 8, [False] * 6 + [True] * 2, [False] * 8]
     proc = subprocess.run(
-        [sys.executable, ROOT / "scripts" / "bench_encoder_layers.py", "--mode", "eval", "--kinds",
+        [sys.executable, ROOT / "benchmarks" / "bench_encoder_layers.py", "--mode", "eval", "--kinds",
          "san,ssan", "--lengths", "8", "--batch", "2", "--width", "16", "--heads", "2",
          "--min-time", "0.01", "--out", tmp_path],
         capture_output=True, text=True, timeout=600)
@@ -50,14 +50,14 @@ def test_layer_bench_eval_mode_toy_size(tmp_path):
 
 
 def test_model_bench_toy_size(tmp_path):
-    """scripts/bench_ssan.py on a small built-in corpus: the baseline, SSAN and an extra SSAN
+    """benchmarks/bench_ssan.py on a small built-in corpus: the baseline, SSAN and an extra SSAN
     system (--ssan-system) trained, every decoding mode timed --decode-repeats times per system
     (once here: the suite's slowest test), ratios printed and in the JSON."""
     import json
 
     out = tmp_path / "bench.json"
     proc = subprocess.run(
-        [sys.executable, ROOT / "scripts" / "bench_ssan.py", "--workdir", tmp_path / "work",
+        [sys.executable, ROOT / "benchmarks" / "bench_ssan.py", "--workdir", tmp_path / "work",
          "--train-pairs", "300", "--updates", "20", "--repeats", "1", "--decode-repeats", "1",
          "--ssan-system", "narrow=--ssan-policy-dim 64", "--json", out],
         capture_output=True, text=True, timeout=900, cwd=ROOT)
@@ -79,18 +79,18 @@ def test_model_bench_toy_size(tmp_path):
 
 
 def test_paired_steps_toy_size(tmp_path):
-    """scripts/bench_steps.py on a small built-in corpus: every system takes the same batches
+    """benchmarks/bench_steps.py on a small built-in corpus: every system takes the same batches
     in turn; the ratios are the summed times' ratios; the arithmetic difference between SSAN
     and the baseline is exactly the policy network's (counted by an independent formula)."""
     import json
 
-    sys.path.insert(0, str(ROOT / "scripts"))
+    sys.path.insert(0, str(ROOT / "benchmarks"))
     from bench_ssan import prepare_corpus
 
     data_bin = prepare_corpus("builtin", tmp_path / "work", tmp_path, train_pairs=300)
     out = tmp_path / "steps.json"
     proc = subprocess.run(
-        [sys.executable, ROOT / "scripts" / "bench_steps.py", data_bin, "--steps", "3",
+        [sys.executable, ROOT / "benchmarks" / "bench_steps.py", data_bin, "--steps", "3",
          "--warmup", "1", "--max-tokens", "512", "--system", "narrow=--ssan-policy-dim 32",
          "--json", out],
         capture_output=True, text=True, timeout=900, cwd=ROOT)

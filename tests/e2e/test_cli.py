@@ -124,7 +124,7 @@ def test_hostile_checkpoint_is_refused(ssan_run, tiny_bin, tmp_path):
 def test_checkpoint_needs_only_allow_listed_globals(ssan_run):
     save, _ = ssan_run
     needed = set(torch.serialization.get_unsafe_globals_in_checkpoint(str(save / "checkpoint_last.pt")))
-    allowed = {f"{g.__module__}.{g.__qualname__}" for g in ssan_plugin.checkpoint_safety.fairseq_checkpoint_globals()}
+    allowed = {f"{g.__module__}.{g.__qualname__}" for g in ssan_plugin.runtime.checkpoint_safety.fairseq_checkpoint_globals()}
     assert needed <= allowed, needed - allowed
 
 

@@ -120,7 +120,7 @@ def test_demo_verbose_streams_the_children(tmp_path):
                 "--verbose", check=False)
     assert proc.returncode != 0
     assert "[preparation] prepare_translation.py: error: train split: line counts differ" in proc.stdout
-    assert "== preparation: python scripts/prepare_translation.py" in proc.stdout
+    assert "== preparation: ssan-prepare-translation" in proc.stdout
 
 
 def test_demo_refuses_incomplete_data(tmp_path):

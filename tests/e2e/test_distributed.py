@@ -281,7 +281,7 @@ def test_allow_list_is_exactly_what_distributed_resume_needs(small_checkpoint, t
     payload = tmp_path / "broadcast.pt"
     payload.write_bytes(broadcast_payload(small_checkpoint))
     needed = needed_globals(payload) | needed_globals(small_checkpoint)
-    allowed = {f"{g.__module__}.{g.__qualname__}" for g in ssan_plugin.checkpoint_safety.fairseq_checkpoint_globals()}
+    allowed = {f"{g.__module__}.{g.__qualname__}" for g in ssan_plugin.runtime.checkpoint_safety.fairseq_checkpoint_globals()}
     assert needed - allowed == set(), f"missing from the allow-list: {sorted(needed - allowed)}"
     assert allowed - needed == set(), f"allow-listed but never needed: {sorted(allowed - needed)}"
     torch.load(payload, weights_only=True)  # what rank 1 does

@@ -1,4 +1,4 @@
-"""scripts/run_experiments.py: a plan runs end to end, is resumed after a kill, skips finished
+"""ssan-run-experiments (ssan_plugin/commands/run_experiments.py): a plan runs end to end, is resumed after a kill, skips finished
 runs, warm-starts from the baseline's checkpoint at `base` updates; the pooled table of the
 decoded runs groups seeds."""
 
@@ -14,9 +14,9 @@ import torch
 
 import ssan_plugin  # noqa: F401  (torch.load allow-list)
 from conftest import ROOT, TINY_MODEL, cli_env
-from ssan_plugin.experiments import Plan, Runner
+from ssan_plugin.experiments.runner import Plan, Runner
 
-SCRIPT = ROOT / "scripts" / "run_experiments.py"
+COMMAND = ["-m", "ssan_plugin.commands.run_experiments"]
 
 
 def write_plan(path, corpus, seeds=(1,), archive=None):
@@ -40,7 +40,7 @@ def write_plan(path, corpus, seeds=(1,), archive=None):
 
 
 def runner(plan, out, *extra, check=True):
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--plan", str(plan), "--out", str(out),
+    proc = subprocess.run([sys.executable, *COMMAND, "--plan", str(plan), "--out", str(out),
                            *extra], capture_output=True, text=True, env=cli_env(), timeout=900)
     if check and proc.returncode != 0:
         raise AssertionError(proc.stdout[-3000:] + proc.stderr[-3000:])
@@ -58,7 +58,7 @@ def experiment(tiny_corpus, tmp_path_factory):
     plan = write_plan(tmp / "plan.json", tiny_corpus, archive=tmp / "archive")
     out = tmp / "out"
     # start, then kill the whole process group as soon as the baseline has its base checkpoint
-    proc = subprocess.Popen([sys.executable, str(SCRIPT), "--plan", str(plan), "--out", str(out)],
+    proc = subprocess.Popen([sys.executable, *COMMAND, "--plan", str(plan), "--out", str(out)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=cli_env(),
                             start_new_session=True)
     base_ckpt = out / "s" / "tiny" / "baseline@1" / "checkpoint_base.pt"

@@ -38,7 +38,7 @@ def test_prepare_conll2005(tiny05):
 def test_prepare_reports_malformed_input(tmp_path):
     (tmp_path / "t.words").write_text(WORDS)
     (tmp_path / "t.props").write_text(PROPS.replace("(A1*   (A0*)", "(A1*   (A0*", 1))
-    proc = run([sys.executable, "scripts/prepare_srl.py", "--format", "conll2005", "--train",
+    proc = run([sys.executable, "-m", "ssan_plugin.commands.prepare_srl", "--format", "conll2005", "--train",
                 str(tmp_path / "t"), "--dest", str(tmp_path / "bin")], check=False)
     assert proc.returncode == 2
     assert f"{tmp_path / 't.props'}:3: argument column 2" in proc.stderr
@@ -78,7 +78,7 @@ def test_ewt_prepare_train_san_and_ssan_evaluate(tmp_path):
         ckpt = save / "checkpoint_last.pt"
         assert ckpt.exists()
         out = tmp_path / f"eval_{encoder}"
-        proc = run([sys.executable, "scripts/evaluate_srl.py", "--data", str(dest),
+        proc = run([sys.executable, "-m", "ssan_plugin.commands.evaluate_srl", "--data", str(dest),
                     "--checkpoint", str(ckpt), "--subset", "valid", "--gold-props",
                     str(out / "gold.props"), "--pred-props", str(out / "pred.props"),
                     "--json", str(out / "scores.json"), "--batch-size", "7"])
@@ -122,7 +122,7 @@ def test_every_encoder_trains_and_decodes_conll2005(tiny05, tmp_path, encoder):
     if encoder == "ssan":
         assert "sel_0" in log
     out = tmp_path / "eval"
-    run([sys.executable, "scripts/evaluate_srl.py", "--data", str(tiny05), "--checkpoint",
+    run([sys.executable, "-m", "ssan_plugin.commands.evaluate_srl", "--data", str(tiny05), "--checkpoint",
          str(save / "checkpoint_last.pt"), "--subset", "valid", "--gold-props",
          str(out / "gold.props"), "--pred-props", str(out / "pred.props"), "--json",
          str(out / "scores.json")])

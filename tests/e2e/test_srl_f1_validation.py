@@ -1,6 +1,6 @@
 """Span F1 during validation: fairseq-train --task srl logs precision,
 recall and f1 on the validation split, --best-checkpoint-metric f1 chooses checkpoint_best.pt
-by it, and the F1 validation recorded for that checkpoint is the F1 scripts/evaluate_srl.py
+by it, and the F1 validation recorded for that checkpoint is the F1 ssan-evaluate-srl
 computes on the same checkpoint and split (tiny hand-built CoNLL-2005 data; the valid split
 has an A2 argument the training split lacks, so the F1 is neither 0 nor 100 once the tagger
 has learnt the rest).
@@ -43,7 +43,7 @@ def test_validation_f1_chooses_checkpoint_and_equals_evaluate_srl(tiny05, tmp_pa
     assert float(valid[-1]["best_f1"]) == max(f1s)
     assert 0.0 < max(f1s) < 100.0, f1s  # A2 is never predicted: recall stays below 100
 
-    from ssan_plugin.cli import load_checkpoint
+    from ssan_plugin.cli.checkpoints import load_checkpoint
 
     best = save / "checkpoint_best.pt"
     state = load_checkpoint(best, expect_task="srl")
@@ -51,7 +51,7 @@ def test_validation_f1_chooses_checkpoint_and_equals_evaluate_srl(tiny05, tmp_pa
     assert f"{recorded:g}" == valid[-1]["best_f1"]  # chosen by F1, not by loss
 
     out = tmp_path / "eval"
-    run([sys.executable, "scripts/evaluate_srl.py", "--data", str(tiny05), "--checkpoint",
+    run([sys.executable, "-m", "ssan_plugin.commands.evaluate_srl", "--data", str(tiny05), "--checkpoint",
          str(best), "--subset", "valid", "--gold-props", str(out / "gold.props"),
          "--pred-props", str(out / "pred.props"), "--json", str(out / "scores.json"),
          "--batch-size", "3"])

@@ -1,5 +1,5 @@
-"""Raw text -> translation (scripts/translate.py, ssan_plugin.hub) and checkpoint averaging
-(scripts/average_checkpoints.py), end to end on the synthetic corpus: prepare_translation.py,
+"""Raw text -> translation (ssan-translate, ssan_plugin.hub) and checkpoint averaging
+(ssan-average-checkpoints), end to end on the synthetic corpus: prepare_translation.py,
 a tiny ssan_transformer trained for 30 updates (interval checkpoints at 10 and 30).
 
 The outputs must equal the hypotheses evaluate_bleu.py writes for the test split (same
@@ -55,12 +55,12 @@ def translator(setup):
 
 
 def translate_cli(setup, *extra, input_bytes=None, check=True):
-    """scripts/translate.py in a subprocess, text on stdin."""
+    """ssan-translate in a subprocess, text on stdin."""
     import subprocess
 
     from helpers.translation_testlib import ENV
 
-    args = [PY, SCRIPTS / "translate.py", "--data", setup["data"], "--checkpoint",
+    args = [PY, "-m", "ssan_plugin.commands.translate", "--data", setup["data"], "--checkpoint",
             setup["checkpoint"], *GEN, *extra]
     result = subprocess.run([str(a) for a in args], input=input_bytes, capture_output=True,
                             env=ENV, timeout=600)
@@ -70,7 +70,7 @@ def translate_cli(setup, *extra, input_bytes=None, check=True):
 
 
 def translate_main(setup, tmp_path, data: bytes, *extra, checkpoint=None, data_dir=None):
-    """scripts/translate.py's main in-process on a file: (exit code, output lines or None)."""
+    """ssan-translate's main in-process on a file: (exit code, output lines or None)."""
     src, out = tmp_path / "in.txt", tmp_path / "out.txt"
     src.write_bytes(data)
     if out.exists():

@@ -1,4 +1,4 @@
-"""scripts/prepare_translation.py end to end on a tiny corpus: the exit status of the command
+"""ssan-prepare-translation end to end on a tiny corpus: the exit status of the command
 line, and training-only filtering with the manifest (sentencepiece + fairseq-preprocess)."""
 
 import json

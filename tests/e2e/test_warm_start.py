@@ -1,4 +1,4 @@
-"""scripts/warm_start.py + ssan_plugin/warm_start.py: a trained transformer continued as SSAN
+"""ssan-warm-start (ssan_plugin/commands/warm_start.py) + ssan_plugin/warm_start.py: a trained transformer continued as SSAN
 (and DiSAN) keeps its weights, update counter, epoch position and learning-rate schedule."""
 
 import re
@@ -39,7 +39,7 @@ def load(path):
 def test_ssan_continues_the_schedule(tiny_bin, base, tmp_path):
     base_ckpt, base_lrs = base
     out = tmp_path / "ssan" / "checkpoint_last.pt"
-    proc = run_cli(ROOT / "scripts" / "warm_start.py", "--base", base_ckpt, "--arch", "ssan_transformer",
+    proc = run_cli("ssan-warm-start", "--base", base_ckpt, "--arch", "ssan_transformer",
                    "--out", out, "--", "--ssan-tau", "0.7")
     assert "at update 6, 4 new and 0 dropped" in proc.stdout
     assert "new (freshly initialised): encoder.layers.0.self_attn.policy_proj.weight" in proc.stderr

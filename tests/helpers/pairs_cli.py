@@ -65,7 +65,7 @@ def run(args, check=True, timeout=600):
 
 
 def prepare(fmt, train, valid, test, dest, *extra, check=True):
-    return run([sys.executable, SCRIPTS / "prepare_pairs.py", "--format", fmt, "--train", train,
+    return run([sys.executable, "-m", "ssan_plugin.commands.prepare_pairs", "--format", fmt, "--train", train,
                 "--valid", valid, "--test", test, "--dest", dest, *extra], check=check)
 
 
@@ -88,7 +88,7 @@ def train(data, save_dir, encoder, *extra, updates=4, target="entailment", shape
 
 
 def evaluate(data, systems, json_out, *extra, subset="test", check=True):
-    args = [sys.executable, SCRIPTS / "evaluate_pairs.py", "--data", data, "--subset", subset,
+    args = [sys.executable, "-m", "ssan_plugin.commands.evaluate_pairs", "--data", data, "--subset", subset,
             "--json", json_out, "--bootstrap-samples", 200]
     for system in systems:
         args += ["--checkpoint", system]

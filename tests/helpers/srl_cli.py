@@ -1,4 +1,4 @@
-"""Running scripts/prepare_srl.py and the tools on hand-built CoNLL-2005 snippets, and the
+"""Running ssan-prepare-srl and the tools on hand-built CoNLL-2005 snippets, and the
 module-scoped ``tiny05`` data-bin fixture (tests/e2e/test_srl_cli.py and
 tests/unit/criterions/test_srl_cross_entropy.py)."""
 
@@ -42,7 +42,7 @@ def run(args, check=True):
 
 
 def prepare(fmt, dest, train, valid=None, test=None):
-    args = [sys.executable, "scripts/prepare_srl.py", "--format", fmt, "--train", str(train),
+    args = [sys.executable, "-m", "ssan_plugin.commands.prepare_srl", "--format", fmt, "--train", str(train),
             "--dest", str(dest)]
     for name, spec in (("--valid", valid), ("--test", test)):
         if spec:

@@ -1,5 +1,6 @@
 """Helpers shared by the translation tests (tests/unit/translation/, tests/e2e/test_translation*.py)."""
 
+import importlib
 import importlib.util
 import json
 import os
@@ -24,9 +25,28 @@ def run(args, check=True, timeout=600):
     return result
 
 
+def script_command(name):
+    """How to run the command (or project script) NAME.py after the interpreter: ``-m MODULE``
+    for a command of ``ssan_plugin.commands``, the file for a project script."""
+    stem = name[:-len(".py")] if name.endswith(".py") else name
+    path = SCRIPTS / f"{stem}.py"
+    return [str(path)] if path.exists() else ["-m", f"ssan_plugin.commands.{stem}"]
+
+
+def script_file(name):
+    """The file of the command (or project script) NAME.py: what ``sys.argv[0]`` is when it runs."""
+    stem = name[:-len(".py")] if name.endswith(".py") else name
+    path = SCRIPTS / f"{stem}.py"
+    return path if path.exists() else ROOT / "ssan_plugin" / "commands" / f"{stem}.py"
+
+
 def load_script(name):
-    """Import scripts/NAME.py as a module (to call its main(argv) in-process)."""
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+    """The command ``ssan_plugin.commands.NAME`` (to call its main(argv) in-process), or, for a
+    project script, scripts/NAME.py imported as a module."""
+    path = SCRIPTS / f"{name}.py"
+    if not path.exists():
+        return importlib.import_module(f"ssan_plugin.commands.{name}")
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -34,7 +54,7 @@ def load_script(name):
 
 def prepare(src, tgt, prefix_dir, dest, vocab_size, *extra, check=True):
     d = Path(prefix_dir)
-    return run([PY, SCRIPTS / "prepare_translation.py", "--src", src, "--tgt", tgt,
+    return run([PY, "-m", "ssan_plugin.commands.prepare_translation", "--src", src, "--tgt", tgt,
                 "--train", d / "train", "--valid", d / "valid", "--test", d / "test",
                 "--dest", dest, "--vocab-size", vocab_size, *extra], check=check)
 
@@ -59,7 +79,7 @@ def train_tiny(data, arch, save_dir, updates=20, seed=1, *extra):
 
 
 def evaluate(data, ref, systems, json_out, *extra, check=True):
-    args = [PY, SCRIPTS / "evaluate_bleu.py", "--data", data, "--ref", ref, "--json", json_out,
+    args = [PY, "-m", "ssan_plugin.commands.evaluate_bleu", "--data", data, "--ref", ref, "--json", json_out,
             "--beam", 2, "--max-len-a", 1.2, "--max-len-b", 5]
     for kind, name, path in systems:
         args += [f"--{kind}", f"{name}={path}"]

@@ -15,7 +15,7 @@ import pytest
 import torch
 from fairseq.data.iterators import BufferedIterator
 
-from ssan_plugin.clean_exit import stop_background_consumers
+from ssan_plugin.runtime.clean_exit import stop_background_consumers
 
 # The main thread takes one batch and ends while the consumer keeps computing the next ones.
 BUSY_AT_EXIT = """

@@ -1,32 +1,32 @@
-"""ssan_plugin/cli.py: argument types, file checks, the step wrapper, script_main."""
+"""ssan_plugin/cli/: argument types, file checks, the step wrapper, script_main."""
 
 import argparse
 import sys
 
 import pytest
 
-from ssan_plugin import cli
+from ssan_plugin.cli import arguments, checkpoints, errors, files, steps
 
 
 def test_number_types_refuse_out_of_range_and_name_the_range():
-    assert cli.positive_int("3") == 3
+    assert arguments.positive_int("3") == 3
     for bad in ("0", "-1", "1.5", "x"):
         with pytest.raises(argparse.ArgumentTypeError, match=r"must be an integer >= 1, got"):
-            cli.positive_int(bad)
-    cov = cli.float_arg(0.98, 1.0)
+            arguments.positive_int(bad)
+    cov = arguments.float_arg(0.98, 1.0)
     assert cov("0.99") == 0.99
     with pytest.raises(argparse.ArgumentTypeError, match=r"in \[0.98, 1\], got '2.0'"):
         cov("2.0")
     with pytest.raises(argparse.ArgumentTypeError, match="finite"):
-        cli.finite_float("inf")
-    rate = cli.float_arg(0.0, 1.0, hi_open=True)
+        arguments.finite_float("inf")
+    rate = arguments.float_arg(0.0, 1.0, hi_open=True)
     with pytest.raises(argparse.ArgumentTypeError, match=r"in \[0, 1\)"):
         rate("1")
 
 
 def test_parser_error_is_one_line_exit_2(capsys):
-    ap = cli.ArgumentParser(prog="x.py")
-    ap.add_argument("--beam", type=cli.positive_int, default=5)
+    ap = arguments.ArgumentParser(prog="x.py")
+    ap.add_argument("--beam", type=arguments.positive_int, default=5)
     with pytest.raises(SystemExit) as info:
         ap.parse_args(["--beam", "0"])
     assert info.value.code == 2
@@ -35,51 +35,51 @@ def test_parser_error_is_one_line_exit_2(capsys):
 
 
 def test_input_checks(tmp_path):
-    with pytest.raises(cli.InputError, match="no such file"):
-        cli.check_input_file(tmp_path / "none")
-    with pytest.raises(cli.InputError, match="is a directory"):
-        cli.check_input_file(tmp_path, "--ref")
+    with pytest.raises(errors.InputError, match="no such file"):
+        files.check_input_file(tmp_path / "none")
+    with pytest.raises(errors.InputError, match="is a directory"):
+        files.check_input_file(tmp_path, "--ref")
     (tmp_path / "e").write_bytes(b"")
-    assert cli.check_input_file(tmp_path / "e") == tmp_path / "e"
-    with pytest.raises(cli.InputError, match="is empty"):
-        cli.check_input_file(tmp_path / "e", nonempty=True)
+    assert files.check_input_file(tmp_path / "e") == tmp_path / "e"
+    with pytest.raises(errors.InputError, match="is empty"):
+        files.check_input_file(tmp_path / "e", nonempty=True)
     (tmp_path / "bom").write_bytes("\ufeffa\nb\n".encode())
-    assert cli.read_text(tmp_path / "bom") == "a\nb\n"
+    assert files.read_text(tmp_path / "bom") == "a\nb\n"
     (tmp_path / "bad").write_bytes(b"ok\nd\xe4\n")
-    with pytest.raises(cli.InputError, match=r"bad: line 2 is not valid UTF-8 \(bytes b'\\xe4' "
+    with pytest.raises(errors.InputError, match=r"bad: line 2 is not valid UTF-8 \(bytes b'\\xe4' "
                                              r"at byte offset 4\)"):
-        cli.read_text(tmp_path / "bad")
+        files.read_text(tmp_path / "bad")
 
 
 def test_output_checks(tmp_path):
     (tmp_path / "f").write_text("x")
-    with pytest.raises(cli.InputError, match="exists and is not a directory"):
-        cli.check_output_dir(tmp_path / "f", "--dest")
-    with pytest.raises(cli.InputError, match="is a directory"):
-        cli.check_output_file(tmp_path, "--json")
-    with pytest.raises(cli.InputError, match=f"{tmp_path / 'f'} is not a directory"):
-        cli.check_output_file(tmp_path / "f" / "r.json", "--json")
-    assert cli.check_output_file(tmp_path / "new" / "deeper" / "r.json")
+    with pytest.raises(errors.InputError, match="exists and is not a directory"):
+        files.check_output_dir(tmp_path / "f", "--dest")
+    with pytest.raises(errors.InputError, match="is a directory"):
+        files.check_output_file(tmp_path, "--json")
+    with pytest.raises(errors.InputError, match=f"{tmp_path / 'f'} is not a directory"):
+        files.check_output_file(tmp_path / "f" / "r.json", "--json")
+    assert files.check_output_file(tmp_path / "new" / "deeper" / "r.json")
 
 
 def test_run_step_one_line_and_full_log(tmp_path):
     log = tmp_path / "logs" / "step.log"
     code = "import sys; print('first'); print('the reason', file=sys.stderr); sys.exit(3)"
-    with pytest.raises(cli.StepError) as info:
-        cli.run_step("fairseq-preprocess", [sys.executable, "-c", code], log)
+    with pytest.raises(errors.StepError) as info:
+        steps.run_step("fairseq-preprocess", [sys.executable, "-c", code], log)
     assert str(info.value) == f"fairseq-preprocess failed (exit 3): the reason; full log: {log}"
     assert log.read_text().split() == ["first", "the", "reason"]
-    assert cli.run_step("ok", [sys.executable, "-c", "print('hi')"], log) == "hi\n"
+    assert steps.run_step("ok", [sys.executable, "-c", "print('hi')"], log) == "hi\n"
 
 
 def test_library_step_and_script_main(tmp_path, capsys):
-    @cli.script_main(prog="s.py")
+    @arguments.script_main(prog="s.py")
     def main(fail):
-        with cli.library_step("sentencepiece training", tmp_path / "spm.log"):
+        with steps.library_step("sentencepiece training", tmp_path / "spm.log"):
             if fail == "library":
                 raise RuntimeError("INTERNAL: bad\nmore")
             if fail == "input":
-                raise cli.InputError("--x: bad\n  value")
+                raise errors.InputError("--x: bad\n  value")
         return 0
 
     assert main("library") == 1
@@ -99,32 +99,33 @@ def test_load_checkpoint_names_file_and_reason(tmp_path):
     good = tmp_path / "ok.pt"
     torch.save({"model": {"w": torch.zeros(50)},
                 "cfg": {"task": {"_name": "translation"}, "model": {"_name": "transformer"}}}, good)
-    assert set(cli.load_checkpoint(good, expect_task="translation")["model"]) == {"w"}
-    with pytest.raises(cli.InputError, match=r"expected a checkpoint of task 'srl', arch "
+    assert set(checkpoints.load_checkpoint(good, expect_task="translation")["model"]) == {"w"}
+    with pytest.raises(errors.InputError, match=r"expected a checkpoint of task 'srl', arch "
                                              r"'srl_tagger\*', found task 'translation', arch "
                                              r"'transformer'"):
-        cli.load_checkpoint(good, expect_task="srl", expect_arch="srl_tagger*")
+        checkpoints.load_checkpoint(good, expect_task="srl", expect_arch="srl_tagger*")
     (tmp_path / "cut.pt").write_bytes(good.read_bytes()[:300])
-    with pytest.raises(cli.InputError, match=r"cut.pt is truncated or not a torch checkpoint"):
-        cli.load_checkpoint(tmp_path / "cut.pt")
+    with pytest.raises(errors.InputError, match=r"cut.pt is truncated or not a torch checkpoint"):
+        checkpoints.load_checkpoint(tmp_path / "cut.pt")
 
     class Evil:
         def __reduce__(self):
             return (os.system, (f"touch {tmp_path / 'pwned'}",))
 
     torch.save({"model": Evil()}, tmp_path / "evil.pt")
-    with pytest.raises(cli.InputError, match=r"evil.pt: refused by torch's safe loader .*"
+    with pytest.raises(errors.InputError, match=r"evil.pt: refused by torch's safe loader .*"
                                              r"unsupported GLOBAL posix.system"):
-        cli.load_checkpoint(tmp_path / "evil.pt")
+        checkpoints.load_checkpoint(tmp_path / "evil.pt")
     assert not (tmp_path / "pwned").exists()
 
 
 def test_importing_the_plugin_leaves_no_debug_logging():
     """fairseq's frm_text_to_speech sets the root logger to DEBUG at import; a script that has
-    not configured logging yet must not print other libraries' DEBUG lines because of it."""
+    not configured logging yet must not print other libraries' DEBUG lines because of it. The
+    plugin registers when fairseq is imported, after it here."""
     import subprocess
 
-    code = ("import logging, ssan_plugin; import matplotlib; matplotlib.use('Agg'); "
+    code = ("import logging, ssan_plugin, fairseq; import matplotlib; matplotlib.use('Agg'); "
             "import matplotlib.pyplot as plt; plt.figure(); plt.text(0, 0, 'x'); "
             "plt.savefig('/dev/null', format='png'); logging.getLogger('probe').info('kept'); "
             "print(logging.getLogger().level)")
@@ -141,7 +142,7 @@ def test_script_logging_follows_the_current_stderr():
     import logging
     import sys
 
-    from ssan_plugin.cli import setup_logging
+    from ssan_plugin.cli.arguments import setup_logging
 
     first = io.StringIO()
     saved = sys.stderr

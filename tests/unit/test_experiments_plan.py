@@ -1,4 +1,4 @@
-"""ssan_plugin.experiments.Plan without training: seeds per plan, study, pair and system; the
+"""ssan_plugin.experiments.runner.Plan without training: seeds per plan, study, pair and system; the
 order of runs; bad seed lists; a pair whose raw corpus a project script makes; the decoding
 flags that reach evaluate_bleu.py (dry runs print the commands)."""
 
@@ -7,7 +7,7 @@ import json
 import pytest
 
 from conftest import ROOT
-from ssan_plugin.experiments import Plan, Runner
+from ssan_plugin.experiments.runner import Plan, Runner
 from ssan_plugin.translation.textio import PipelineError
 
 

@@ -22,15 +22,14 @@ PACKAGE = "ssan_plugin"
 #: module under it); ``ssan_plugin`` itself stands for the package root's ``__init__.py`` only.
 #: The most specific member decides a module's layer.
 LAYERS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
-    ("helpers", ("ssan_plugin.cli", "ssan_plugin.checkpoint_safety", "ssan_plugin.clean_exit",
-                 "ssan_plugin.significance", "ssan_plugin.seed_groups", "ssan_plugin.train_log")),
+    ("helpers", ("ssan_plugin.cli", "ssan_plugin.runtime", "ssan_plugin.stats")),
     ("maths", ("ssan_plugin.modules",)),
     ("data", ("ssan_plugin.translation", "ssan_plugin.srl", "ssan_plugin.pairs")),
     ("fairseq", ("ssan_plugin.models", "ssan_plugin.criterions", "ssan_plugin.tasks")),
     ("root", ("ssan_plugin",)),
     ("tools", ("ssan_plugin.hub", "ssan_plugin.warm_start", "ssan_plugin.analysis",
-               "ssan_plugin.experiments", "ssan_plugin.run_archive",
-               "ssan_plugin.result_tables")),
+               "ssan_plugin.experiments")),
+    ("commands", ("ssan_plugin.commands",)),
 )
 
 #: Packages of one layer that never import each other (models and criteria meet only through

@@ -1,11 +1,16 @@
-"""ssan_plugin.result_tables: the power calculation against a simulation of the test it plans
+"""ssan_plugin.experiments.result_tables: the power calculation against a simulation of the test it plans
 for, Holm per table, and the verdict table's cells."""
 
 import numpy as np
 import pytest
 
-from ssan_plugin.result_tables import Comparison, apply_holm, seeds_for_power, verdict_table
-from ssan_plugin.significance import SeedLevelResult
+from ssan_plugin.experiments.result_tables import (
+    Comparison,
+    apply_holm,
+    seeds_for_power,
+    verdict_table,
+)
+from ssan_plugin.stats.significance import SeedLevelResult
 
 
 def simulated_power(n, effect, sd, alpha=0.05, trials=6000, seed=0):

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from ssan_plugin.run_archive import Run, RunFailed, execute, locked
+from ssan_plugin.experiments.archive import Run, RunFailed, execute, locked
 
 TRAIN = ("import sys, pathlib; d = pathlib.Path(sys.argv[1]); d.joinpath('trained').write_text('x'); "
          "print('2026 | INFO | valid | {\"valid_loss\": \"1.5\", \"valid_num_updates\": \"10\"}')")
@@ -65,7 +65,7 @@ def test_archives_name_no_machine_path(tmp_path):
     """relativize_text/tree: the project root's paths become relative, the shared data beside it
     ../; other text is untouched; every committed archive is clean (no path of this machine)."""
     from conftest import ROOT
-    from ssan_plugin.run_archive import relativize_text, relativize_tree
+    from ssan_plugin.experiments.archive import relativize_text, relativize_tree
 
     root = tmp_path / "project"
     text = (f'{{"hyp": "{root}/runs/x/h.de", "ref": "{tmp_path}/shared/data/t.de", '

@@ -5,10 +5,18 @@ import statistics
 import numpy as np
 import pytest
 
-from ssan_plugin.cli import InputError
-from ssan_plugin.seed_groups import (GroupMember, SeedGroupError, group_order, has_groups,
-                                     mean_std, parse_member, pooled_groups, same_seed_baseline)
-from ssan_plugin.significance import paired_bootstrap
+from ssan_plugin.cli.errors import InputError
+from ssan_plugin.stats.seed_groups import (
+    GroupMember,
+    SeedGroupError,
+    group_order,
+    has_groups,
+    mean_std,
+    parse_member,
+    pooled_groups,
+    same_seed_baseline,
+)
+from ssan_plugin.stats.significance import paired_bootstrap
 
 
 def test_members_and_order():

@@ -1,4 +1,4 @@
-"""ssan_plugin.significance.seed_level_test and holm: the seed as the unit of evidence.
+"""ssan_plugin.stats.significance.seed_level_test and holm: the seed as the unit of evidence.
 
 Checked against direct formulas (the standard error of a mean-type metric in closed form, Holm
 by hand), for calibration under a hierarchical null where seeds AND test sentences are random
@@ -9,8 +9,12 @@ seed refused, unpaired groups)."""
 import numpy as np
 import pytest
 
-from ssan_plugin.significance import (almost_stochastic_order, holm, paired_bootstrap,
-                                      seed_level_test)
+from ssan_plugin.stats.significance import (
+    almost_stochastic_order,
+    holm,
+    paired_bootstrap,
+    seed_level_test,
+)
 
 
 def mean_score(sums):  # statistics (value, 1) per sentence: the corpus score is 100 x the mean
@@ -196,7 +200,7 @@ def test_the_same_sentence_multisets_for_every_seed():
 def test_seed_level_null_rates_from_one_systems_seeds():
     """Two disjoint groups of one system's seeds on resampled test sets: the seed-level test
     rejects rarely; fewer than four seeds cannot make two groups."""
-    from ssan_plugin.significance import seed_level_null_rates
+    from ssan_plugin.stats.significance import seed_level_null_rates
 
     rng = np.random.default_rng(9)
     one_system, _ = hierarchical_null(rng, 6)

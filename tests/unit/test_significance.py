@@ -1,4 +1,4 @@
-"""ssan_plugin.significance against direct computations: exact permutation p-values, a plain
+"""ssan_plugin.stats.significance against direct computations: exact permutation p-values, a plain
 loop bootstrap, sacrebleu's own corpus BLEU, and the p = 1 convention for identical outputs."""
 
 import itertools
@@ -11,8 +11,13 @@ import pytest
 from sacrebleu.metrics import BLEU
 
 from conftest import ROOT, cli_env
-from ssan_plugin.significance import (null_rejection_rate, paired_bootstrap,
-                                      paired_randomization, sacrebleu_score_fn, sacrebleu_stats)
+from ssan_plugin.stats.significance import (
+    null_rejection_rate,
+    paired_bootstrap,
+    paired_randomization,
+    sacrebleu_score_fn,
+    sacrebleu_stats,
+)
 
 
 def mean_score(sums):  # statistics (value, 1) per sentence: the corpus score is the mean value

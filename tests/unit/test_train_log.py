@@ -3,7 +3,12 @@ learning curve kept by the experiment runners."""
 
 import json
 
-from ssan_plugin.train_log import parse_record, record_updates, training_summary, write_curve
+from ssan_plugin.experiments.train_log import (
+    parse_record,
+    record_updates,
+    training_summary,
+    write_curve,
+)
 
 LOG = """2026-11-24 01:00:00 | INFO | fairseq_cli.train | num. shared model params: 2,160,000 (num. trained: 2,160,000)
 2026-11-24 01:00:05 | INFO | train_inner | {"epoch": 1, "update": 0.5, "loss": "9.1", "wps": "3000", "num_updates": "50"}

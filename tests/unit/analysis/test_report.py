@@ -1,4 +1,4 @@
-"""ssan_plugin/analysis/report.py and scripts/analysis_report.py: the tables show exactly the
+"""ssan_plugin/analysis/report.py and ssan-analysis-report: the tables show exactly the
 numbers of hand-made JSON files, distance buckets pool the counts, files out of step or missing
 are refused with the file named, the figure is a readable PNG."""
 

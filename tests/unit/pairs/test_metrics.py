@@ -85,7 +85,7 @@ def test_compare_identical_p_one_and_clear_difference_small_p():
 def test_compare_groups_pools_seeds_with_the_same_resamples():
     """Two seeds a side: the delta is the difference of the seed-mean metrics, the p-value the
     project's pooled bootstrap on the per-seed statistics; one member a side is compare()."""
-    from ssan_plugin.significance import paired_bootstrap
+    from ssan_plugin.stats.significance import paired_bootstrap
 
     gold = {"label": GOLD, "score": list(Y)}
     rng = np.random.default_rng(1)
@@ -107,7 +107,7 @@ def test_compare_groups_pools_seeds_with_the_same_resamples():
 
 def test_seed_groups_from_names():
     from ssan_plugin.pairs.evaluate import seed_groups
-    from ssan_plugin.seed_groups import SeedGroupError
+    from ssan_plugin.stats.seed_groups import SeedGroupError
 
     assert seed_groups(["san", "ssan"]) == {}
     assert seed_groups(["san@1", "ssan@1", "san@2", "disan"]) == {

@@ -270,7 +270,7 @@ def test_other_bad_inputs(files, tmp_path):
 # ---------------------------------------------------------------- the script
 
 def run_script(*args):
-    return subprocess.run([sys.executable, str(ROOT / "scripts" / "evaluate_srl.py"),
+    return subprocess.run([sys.executable, "-m", "ssan_plugin.commands.evaluate_srl",
                            *map(str, args)], capture_output=True, text=True, env=cli_env(),
                           cwd=ROOT, timeout=300)
 
@@ -361,7 +361,7 @@ def test_seeds_pooled_against_direct_bootstrap(files, tmp_path):
     the plain two-system comparison; a bad name is one clear error."""
     import numpy as np
 
-    from ssan_plugin.significance import paired_bootstrap
+    from ssan_plugin.stats.significance import paired_bootstrap
     from ssan_plugin.srl.compare import f1_score
 
     g = str(files["gold"])
@@ -385,7 +385,7 @@ def test_seeds_pooled_against_direct_bootstrap(files, tmp_path):
     assert ssan["p_value"] == direct.p_value and ssan["compared_with"] == "san"
     assert "Seed groups" in markdown(report) and "| ssan | 2 |" in markdown(report)
     # the verdict: the seed-level test on the same statistics, Holm over one group = itself
-    from ssan_plugin.significance import seed_level_test
+    from ssan_plugin.stats.significance import seed_level_test
 
     seed_level = seed_level_test([stats["san@1"], stats["san@2"]],
                                  [stats["ssan@2"], stats["ssan@1"]], f1_score, ["1", "2"],

@@ -1,5 +1,5 @@
 """ssan_plugin/translation/evaluate.py and languages.py scoring rules, through
-scripts/evaluate_bleu.py's main in-process: hypothesis files scored without --data, the
+ssan-evaluate-bleu's main in-process: hypothesis files scored without --data, the
 compound-split (##AT##) tokenised BLEU for German, Japanese always on ja-mecab."""
 
 import pytest

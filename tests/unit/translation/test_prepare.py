@@ -1,4 +1,4 @@
-"""ssan_plugin/translation/prepare.py (through scripts/prepare_translation.py's main, in-process):
+"""ssan_plugin/translation/prepare.py (through ssan-prepare-translation's main, in-process):
 refusals of missing files, mismatched line counts, an empty training split and non-UTF-8 input,
 before anything is written. (Full preparation runs: tests/e2e/test_translation_prepare.py.)"""
 

@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Prepare CoNLL SRL data for ``fairseq-train --task srl`` (public contract).
 
     prepare_srl.py --format conll2012|conll2005 --train F [--valid F] [--test F] --dest DIR
@@ -22,7 +21,8 @@ conversion is ssan_plugin.srl.binarize.
 import argparse
 import sys
 
-from ssan_plugin.cli import ArgumentParser, check_output_dir, positive_int, script_main
+from ssan_plugin.cli.arguments import ArgumentParser, positive_int, script_main
+from ssan_plugin.cli.files import check_output_dir
 from ssan_plugin.srl.binarize import FORMATS, prepare
 
 

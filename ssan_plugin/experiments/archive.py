@@ -36,7 +36,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from .train_log import write_curve
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 #: files of an archive whose text may hold paths (rewritten by :func:`relativize_tree`)

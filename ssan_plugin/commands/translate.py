@@ -1,10 +1,9 @@
-#!/usr/bin/env python
 """Translate raw text, one sentence per line, with a checkpoint and the data-bin it was trained on.
 
 Reads stdin (or --input), writes one translation per input line to stdout (or --output), in
 order. Each line gets exactly the preprocessing recorded in DIR/manifest.json (normalisation,
 Moses tokenisation, the sentencepiece model), is decoded in-process with fairseq's own batching
-and beam search, and is detokenised as scripts/evaluate_bleu.py does: with the same --beam,
+and beam search, and is detokenised as ssan-evaluate-bleu does: with the same --beam,
 length options and --batch-size the output equals the hypotheses evaluate_bleu.py writes.
 
 Never a shorter output: an empty line gives an empty line (not decoded); CRLF line ends are
@@ -13,7 +12,7 @@ decoding (default), or is truncated (--too-long truncate) or left empty (--too-l
 Each of these is reported on stderr.
 
 Example:
-  scripts/translate.py --data data-bin/multi30k_en_de --checkpoint checkpoints/ssan/checkpoint_best.pt \\
+  ssan-translate --data data-bin/multi30k_en_de --checkpoint checkpoints/ssan/checkpoint_best.pt \\
       --beam 5 < raw.en > out.de
 """
 
@@ -21,9 +20,18 @@ import argparse
 import logging
 import sys
 
-from ssan_plugin.cli import (ArgumentParser, check_output_file, finite_float, input_file_arg,
-                             nonnegative_float, nonnegative_int, positive_int, read_bytes,
-                             script_main, setup_logging)
+from ssan_plugin import register
+from ssan_plugin.cli.arguments import (
+    ArgumentParser,
+    finite_float,
+    input_file_arg,
+    nonnegative_float,
+    nonnegative_int,
+    positive_int,
+    script_main,
+    setup_logging,
+)
+from ssan_plugin.cli.files import check_output_file, read_bytes
 from ssan_plugin.translation.textio import split_lines
 from ssan_plugin.translation.translator import TOO_LONG, TranslateOptions, Translator
 
@@ -76,6 +84,7 @@ def main(argv=None):
     options = TranslateOptions(beam=args.beam, lenpen=args.lenpen, max_len_a=args.max_len_a,
                                max_len_b=args.max_len_b, batch_size=args.batch_size,
                                too_long=args.too_long, threads=args.threads, cpu=args.cpu)
+    register()
     translator = Translator(args.checkpoint, args.data, options,
                             compare_recorded_data=not args.skip_recorded_data_check)
     outputs, report = translator.translate_with_report(lines)

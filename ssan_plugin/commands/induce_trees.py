@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Tree induction from attention: per encoder layer, attention averaged over heads and mapped
 to words, split-point binary trees, scored against the CoNLL-2012 file's trees (punctuation
 removed, unlabelled micro precision/recall/F1) with a right-branching baseline. See
@@ -7,7 +6,7 @@ examples/analysis/README.md."""
 import sys
 
 from ssan_plugin.analysis.inputs import add_model_args
-from ssan_plugin.cli import ArgumentParser, script_main
+from ssan_plugin.cli.arguments import ArgumentParser, script_main
 
 
 PROG = "induce_trees.py"

@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Selection by word class: runs the encoder on the words of a CoNLL-2012 file and reports, per
 layer, the selection rate of keys and of queries by POS tag and for content vs function words
 (with counts), and the rate against the word distance |i - j|. See examples/analysis/README.md."""
@@ -6,7 +5,7 @@ layer, the selection rate of keys and of queries by POS tag and for content vs f
 import sys
 
 from ssan_plugin.analysis.inputs import add_model_args
-from ssan_plugin.cli import ArgumentParser, script_main
+from ssan_plugin.cli.arguments import ArgumentParser, script_main
 
 
 PROG = "selection_stats.py"

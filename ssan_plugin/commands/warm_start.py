@@ -1,8 +1,7 @@
-#!/usr/bin/env python
 """Continue a trained fairseq Transformer as an encoder variant: weights, update counter and
 learning-rate schedule carry over, the optimizer state is fresh, new parameters are logged.
 
-    scripts/warm_start.py --base BASE/checkpoint_last.pt --arch ssan_transformer_small \\
+    ssan-warm-start --base BASE/checkpoint_last.pt --arch ssan_transformer_small \\
         --out SSAN_DIR/checkpoint_last.pt [--criterion selective_label_smoothed_cross_entropy] \\
         [--data DATA] -- [variant options, e.g. --ssan-tau 0.5]
     fairseq-train DATA --user-dir ssan_plugin --arch ssan_transformer_small ... --save-dir SSAN_DIR
@@ -15,8 +14,10 @@ here). See ssan_plugin/warm_start.py.
 import argparse
 import sys
 
-from ssan_plugin.cli import (ArgumentParser, InputError, check_output_file, input_dir_arg,
-                             load_checkpoint, script_main, setup_logging)
+from ssan_plugin.cli.arguments import ArgumentParser, input_dir_arg, script_main, setup_logging
+from ssan_plugin.cli.errors import InputError
+from ssan_plugin.cli.files import check_output_file
+from ssan_plugin.cli.checkpoints import load_checkpoint
 
 
 @script_main(prog="warm_start.py")

@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Probing data in SentEval's format (split TAB label TAB sentence, about 80/10/10, seeded):
 bigram_shift and wrd from raw text (--input FILE; for wrd also a directory laid out as
 ../shared/data/probing/wrd/), tree_depth and top_constituent from a CoNLL-2012 file (--conll).
@@ -6,7 +5,7 @@ See examples/analysis/README.md."""
 
 import sys
 
-from ssan_plugin.cli import ArgumentParser, script_main
+from ssan_plugin.cli.arguments import ArgumentParser, script_main
 from ssan_plugin.translation.textio import PipelineError
 
 PROG = "make_probing_data.py"

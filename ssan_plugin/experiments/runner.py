@@ -49,13 +49,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from .run_archive import relativize_text
+from .archive import relativize_text
 from .train_log import parse_record, record_updates, training_summary, write_curve
-from .translation.textio import PipelineError
+from ..translation.textio import PipelineError
 
-logger = logging.getLogger("ssan_plugin.experiments")
+logger = logging.getLogger("ssan_plugin.experiments.runner")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "scripts"
 
 
@@ -397,7 +397,7 @@ class Runner:
         if dest.exists() and not self.dry_run:  # an interrupted preparation: start it again
             shutil.rmtree(dest)
         raw = self.prepare_raw(pair)
-        cmd = [self.python, SCRIPTS / "prepare_translation.py", "--src", pair.src,
+        cmd = [self.python, "-m", "ssan_plugin.commands.prepare_translation", "--src", pair.src,
                "--tgt", pair.tgt, "--train", raw / "train", "--valid", raw / "valid",
                "--test", raw / "test", "--dest", dest, *pair.prepare]
         print(f"[prepare] {pair.name} -> {dest}", flush=True)
@@ -453,7 +453,7 @@ class Runner:
             source = run.baseline_directory(self.out) / "checkpoint_base.pt"
             if not source.is_file() and not self.dry_run:
                 self.rebuild_base(run, data, source)
-            cmd = [self.python, SCRIPTS / "warm_start.py", "--base", source, "--arch",
+            cmd = [self.python, "-m", "ssan_plugin.commands.warm_start", "--base", source, "--arch",
                    run.system.arch, "--criterion", run.system.criterion, "--data", data,
                    "--out", save / "checkpoint_last.pt"]
             if run.system.flags:
@@ -489,7 +489,7 @@ class Runner:
         hyp = save / run.hyp_name
         if report.is_file() and hyp.is_file():
             return hyp
-        cmd = [self.python, SCRIPTS / "evaluate_bleu.py", "--data", data, "--cpu",
+        cmd = [self.python, "-m", "ssan_plugin.commands.evaluate_bleu", "--data", data, "--cpu",
                "--ref", Path(run.pair.raw) / f"test.{run.pair.tgt}",
                "--system", f"{run.system.name}@{run.seed}={save / 'checkpoint_best.pt'}",
                "--beam", str(self.plan.beam), *self.plan.decode, "--json", report,
@@ -513,7 +513,7 @@ class Runner:
             return
         out_json = self.results_path(study, pair, "json")
         out_json.parent.mkdir(parents=True, exist_ok=True)
-        cmd = [self.python, SCRIPTS / "evaluate_bleu.py", "--data", data,
+        cmd = [self.python, "-m", "ssan_plugin.commands.evaluate_bleu", "--data", data,
                "--ref", Path(pair.raw) / f"test.{pair.tgt}", "--json", out_json,
                "--hyp-dir", out_json.parent]
         for h in hyps:

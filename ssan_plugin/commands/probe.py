@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Probing (Conneau et al., 2018): freezes the encoder, mean-pools each layer's output (the
 embedding layer is layer 0), trains a classifier per layer on the 'tr' part of a SentEval
 probing file (chosen on 'va', seeded) and reports test accuracy per layer with a 95% Wilson
@@ -7,7 +6,7 @@ interval and the majority baseline of the test part. See examples/analysis/READM
 import sys
 
 from ssan_plugin.analysis.inputs import add_model_args
-from ssan_plugin.cli import ArgumentParser, script_main
+from ssan_plugin.cli.arguments import ArgumentParser, script_main
 from ssan_plugin.translation.textio import PipelineError
 
 PROG = "probe.py"

@@ -19,9 +19,16 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .cli import InputError
-from .significance import (PairedResult, ScoreFn, SeedLevelResult, almost_stochastic_order,
-                           holm, paired_bootstrap, seed_level_test)
+from ..cli.errors import InputError
+from .significance import (
+    PairedResult,
+    ScoreFn,
+    SeedLevelResult,
+    almost_stochastic_order,
+    holm,
+    paired_bootstrap,
+    seed_level_test,
+)
 
 
 class SeedGroupError(InputError, ValueError):

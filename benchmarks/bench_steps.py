@@ -18,8 +18,8 @@ arithmetic ceiling: the ratio of the floating-point operations (``torch.utils.fl
 of one training step and of one scoring forward on the first batch, i.e. the throughput ratio
 if time were the matrix products alone.
 
-    python scripts/bench_steps.py runs/bench/builtin/data-bin --steps 60
-    python scripts/bench_steps.py DATA --system "narrow=--ssan-policy-dim 32" --json out.json
+    python benchmarks/bench_steps.py runs/bench/builtin/data-bin --steps 60
+    python benchmarks/bench_steps.py DATA --system "narrow=--ssan-policy-dim 32" --json out.json
 
 Systems: ``baseline`` and ``ssan`` as in ``bench_ssan.py`` (the demo's model size), plus each
 ``--system NAME=FLAGS`` (SSAN with extra flags). Threads: torch's default, or
@@ -40,7 +40,7 @@ from tqdm import tqdm
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_ssan import MODEL, ROOT, SYSTEMS, TRAINING, with_ssan_systems  # noqa: E402
 
-from ssan_plugin.cli import ArgumentParser, positive_int  # noqa: E402
+from ssan_plugin.cli.arguments import ArgumentParser, positive_int  # noqa: E402
 
 MEASURES = ("train_step", "score_forward")
 

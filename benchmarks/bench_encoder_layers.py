@@ -31,7 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-from ssan_plugin.cli import ArgumentParser, positive_float, positive_int
+from ssan_plugin.cli.arguments import ArgumentParser, positive_float, positive_int
 
 KINDS = ["san", "ssan", "ssan_native", "disan_naive", "disan_blocked", "biblosan", "resa"]
 REPO = Path(__file__).resolve().parents[1]

@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Prepare a parallel corpus for fairseq: normalise, filter (training split only), joint
 sentencepiece, fairseq-preprocess --joined-dictionary, manifest.json.
 
@@ -7,7 +6,7 @@ raw/train.de. Any language code works; en/de/ro/... get Moses normalisation and 
 ja/zh/ko are never Moses-tokenised, other codes get whitespace clean-up only.
 
 Example:
-  scripts/prepare_translation.py --src en --tgt de --train ../shared/data/mt/en-de/train \\
+  ssan-prepare-translation --src en --tgt de --train ../shared/data/mt/en-de/train \\
       --valid ../shared/data/mt/en-de/valid --test ../shared/data/mt/en-de/test \\
       --dest data-bin/multi30k_en_de --vocab-size 8000
 """
@@ -16,8 +15,15 @@ import argparse
 import shlex
 import sys
 
-from ssan_plugin.cli import (ArgumentParser, check_output_dir, float_arg, int_arg, positive_int,
-                             script_main, setup_logging)
+from ssan_plugin.cli.arguments import (
+    ArgumentParser,
+    float_arg,
+    int_arg,
+    positive_int,
+    script_main,
+    setup_logging,
+)
+from ssan_plugin.cli.files import check_output_dir
 from ssan_plugin.translation.prepare import DEFAULT_MAX_POSITIONS, PrepareConfig, prepare
 
 

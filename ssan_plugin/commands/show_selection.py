@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Selection maps: per sentence a PNG grid (layers x heads) of the eval-mode selection and
 one of the attention weights, axes labelled with the pieces, and a JSON with, per layer and
 head, the pieces, the 0/1 selection and the attention matrix (ReSA: selected heads and
@@ -7,7 +6,7 @@ dependents). See examples/analysis/README.md."""
 import sys
 
 from ssan_plugin.analysis.inputs import add_model_args
-from ssan_plugin.cli import ArgumentParser, script_main
+from ssan_plugin.cli.arguments import ArgumentParser, script_main
 from ssan_plugin.translation.textio import PipelineError
 
 PROG = "show_selection.py"

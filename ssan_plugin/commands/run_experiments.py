@@ -1,9 +1,8 @@
-#!/usr/bin/env python
 """Run a translation comparison plan, one training at a time, resumable across sessions.
 
-    scripts/run_experiments.py --plan examples/translation/experiments.json --out runs/experiments
-    scripts/run_experiments.py --plan ... --out ... --status      # what is done, what is left
-    scripts/run_experiments.py --plan ... --out ... --only en-de --limit 2
+    ssan-run-experiments --plan examples/translation/experiments.json --out runs/experiments
+    ssan-run-experiments --plan ... --out ... --status      # what is done, what is left
+    ssan-run-experiments --plan ... --out ... --only en-de --limit 2
 
 Kill it at any time and start it again: finished runs are skipped, a killed training resumes
 from its last checkpoint. Pooled tables per study and pair are rewritten in OUT/results/ as
@@ -13,8 +12,8 @@ seeds finish. See ssan_plugin/experiments.py for the plan format and the steps.
 import argparse
 import sys
 
-from ssan_plugin.cli import ArgumentParser, input_file_arg, positive_int, script_main
-from ssan_plugin.experiments import Plan, Runner
+from ssan_plugin.cli.arguments import ArgumentParser, input_file_arg, positive_int, script_main
+from ssan_plugin.experiments.runner import Plan, Runner
 
 
 @script_main(prog="run_experiments.py")

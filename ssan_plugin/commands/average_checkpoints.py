@@ -1,15 +1,14 @@
-#!/usr/bin/env python
 """Average the parameters of fairseq checkpoints into one checkpoint.
 
 Every input is loaded with torch's weights_only check and the plugin's allow-list (the globals
 fairseq checkpoints need, nothing else): a file that pickles anything else is refused. The
 result decodes like any checkpoint (fairseq-generate --user-dir ssan_plugin --path AVG.pt,
-scripts/evaluate_bleu.py, scripts/translate.py).
+ssan-evaluate-bleu, ssan-translate).
 
 Examples:
-  scripts/average_checkpoints.py --inputs ck/checkpoint8.pt ck/checkpoint9.pt ck/checkpoint10.pt \\
+  ssan-average-checkpoints --inputs ck/checkpoint8.pt ck/checkpoint9.pt ck/checkpoint10.pt \\
       --output ck/checkpoint_avg3.pt
-  scripts/average_checkpoints.py --last 5 ck --output ck/checkpoint_avg5.pt
+  ssan-average-checkpoints --last 5 ck --output ck/checkpoint_avg5.pt
 
 --last N DIR takes the N newest epoch checkpoints (checkpointE.pt) or, when DIR holds update
 checkpoints (checkpoint_E_U.pt, from --save-interval-updates), the N newest of those; keep them
@@ -19,8 +18,8 @@ with --keep-last-epochs N / --keep-interval-updates N while training.
 import argparse
 import sys
 
-from ssan_plugin.cli import (ArgumentParser, check_output_file, positive_int, script_main,
-                             setup_logging)
+from ssan_plugin.cli.arguments import ArgumentParser, positive_int, script_main, setup_logging
+from ssan_plugin.cli.files import check_output_file
 from ssan_plugin.translation.average import average_checkpoints, last_checkpoints
 
 

@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 r"""Score SRL as srl-eval.pl does: decode a subset with a checkpoint, or compare props files.
 
 Decode and score (public contract):
@@ -6,7 +5,7 @@ Decode and score (public contract):
     evaluate_srl.py --data DIR --checkpoint PATH --subset test \
         --gold-props OUT --pred-props OUT --json OUT
 
-DIR is a directory from scripts/prepare_srl.py (the one the checkpoint was trained on).
+DIR is a directory from ssan-prepare-srl (the one the checkpoint was trained on).
 Every instance (predicate) of the subset is decoded with BIO-constrained Viterbi (the
 predicate word always V); the gold and predicted propositions are written as CoNLL-2005 props
 files (one column per predicate, bracket notation; both files list every sentence of the
@@ -35,7 +34,8 @@ sentences resampled for every seed). Definitions: ssan_plugin.srl.compare. Bad i
 import argparse
 import sys
 
-from ssan_plugin.cli import ArgumentParser, int_arg, positive_int, script_main
+from ssan_plugin import register
+from ssan_plugin.cli.arguments import ArgumentParser, int_arg, positive_int, script_main
 
 CHECKPOINT_ONLY = ("data", "subset", "batch_size", "cpu")
 COMPARE_ONLY = ("bootstrap_samples", "seed")
@@ -93,6 +93,8 @@ def _decode(parser, args):
         parser.error(f"argument {wrong[0]}: only when comparing props files (no --checkpoint)")
     from ssan_plugin.srl.evaluate import evaluate_checkpoint
 
+    register()
+
     _, result = evaluate_checkpoint(args.data, args.checkpoint,
                                     "test" if args.subset is None else args.subset,
                                     args.gold_props, args.pred_props[0], args.json,
@@ -104,7 +106,7 @@ def _decode(parser, args):
 
 
 def _compare(parser, args):
-    from ssan_plugin.significance import DEFAULT_BOOTSTRAP_SAMPLES, DEFAULT_SEED
+    from ssan_plugin.stats.significance import DEFAULT_BOOTSTRAP_SAMPLES, DEFAULT_SEED
     from ssan_plugin.srl.compare import compare_props, markdown, parse_system
 
     wrong = [_option(d) for d in CHECKPOINT_ONLY if getattr(args, d) is not None]

@@ -16,9 +16,9 @@ with every hypothesis forced to the same length (the same decoding work for both
 peak memory is the peak resident set size of each training process (os.wait4), reported both
 whole and above the resident size of an idle `import fairseq, ssan_plugin` process.
 
-    python scripts/bench_ssan.py                         # built-in corpus, ~6 min on 2 cores
-    python scripts/bench_ssan.py --corpus news           # news-length sentences
-    python scripts/bench_ssan.py --repeats 3 --updates 300
+    python benchmarks/bench_ssan.py                         # built-in corpus, ~6 min on 2 cores
+    python benchmarks/bench_ssan.py --corpus news           # news-length sentences
+    python benchmarks/bench_ssan.py --repeats 3 --updates 300
 """
 
 import argparse
@@ -35,7 +35,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from ssan_plugin.cli import ArgumentParser, positive_int
+from ssan_plugin.cli.arguments import ArgumentParser, positive_int
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -104,7 +104,7 @@ def prepare_corpus(corpus: str, work: Path, shared: Path, train_pairs: int = 800
             lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
             for split, lo, hi in NEWS_SPLITS:
                 (raw / f"{split}.{lang}").write_text("".join(lines[lo:hi]), encoding="utf-8")
-    subprocess.run([sys.executable, ROOT / "scripts/prepare_translation.py", "--src", src,
+    subprocess.run([sys.executable, "-m", "ssan_plugin.commands.prepare_translation", "--src", src,
                     "--tgt", tgt, "--train", raw / "train", "--valid", raw / "valid",
                     "--test", raw / "test", "--dest", data_bin, "--vocab-size", vocab,
                     "--overwrite"], check=True, capture_output=True)

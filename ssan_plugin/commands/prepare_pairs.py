@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Prepare sentence pairs (SICK, SNLI) for ``fairseq-train --task sentence_pair``.
 
     prepare_pairs.py --format sick|snli --train F --valid F --test F --dest DIR \
@@ -19,7 +18,13 @@ import argparse
 import shlex
 import sys
 
-from ssan_plugin.cli import ArgumentParser, input_dir_arg, int_arg, script_main, setup_logging
+from ssan_plugin.cli.arguments import (
+    ArgumentParser,
+    input_dir_arg,
+    int_arg,
+    script_main,
+    setup_logging,
+)
 from ssan_plugin.pairs.corpus import FORMATS
 from ssan_plugin.pairs.prepare import TOKENS, PairPrepareConfig, prepare
 

@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Predict a sentence-pair subset with one or more checkpoints and score it (public contract).
 
     evaluate_pairs.py --data DIR --checkpoint [NAME=]CKPT [--checkpoint NAME=CKPT ...] \
@@ -6,7 +5,7 @@
     evaluate_pairs.py --data DIR --pred NAME=PREDICTIONS.tsv [--pred NAME=TSV ...] \
         --subset test --json OUT
 
-DIR is a directory from scripts/prepare_pairs.py. Per checkpoint, for the heads it has:
+DIR is a directory from ssan-prepare-pairs. Per checkpoint, for the heads it has:
 entailment accuracy, per-class precision / recall / F1 and the confusion matrix; relatedness
 Pearson r, Spearman rho and MSE. Later checkpoints are compared with the first by a paired
 bootstrap (accuracy, Pearson r, MSE; p-value, two-sided; identical predictions give p = 1).
@@ -25,7 +24,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from ssan_plugin.cli import ArgumentParser, int_arg, script_main
+from ssan_plugin import register
+from ssan_plugin.cli.arguments import ArgumentParser, int_arg, script_main
 
 PROG = "evaluate_pairs.py"
 
@@ -67,6 +67,7 @@ def main(argv=None):
         result = evaluate_predictions(args.data, args.pred, args.subset, args.json,
                                       args.bootstrap_samples, args.seed)
     else:
+        register()
         result = evaluate_checkpoints(args.data, args.checkpoint, args.subset, args.json,
                                       args.predictions, args.batch_size, args.cpu,
                                       args.bootstrap_samples, args.seed)

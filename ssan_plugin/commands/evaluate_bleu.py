@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Decode and score translation systems on a data-bin made by prepare_translation.py.
 
 Each --system NAME=CHECKPOINT is decoded with fairseq-generate (every sentence checked, order
@@ -18,11 +17,11 @@ seeds as a second opinion); the pooled sentence-level bootstrap is shown, labell
 and adds BLEU by source length (also from the data-bin's own raw test source when unchanged).
 
 Example:
-  scripts/evaluate_bleu.py --data data-bin/multi30k_en_de --ref ../shared/data/mt/en-de/test.de \\
+  ssan-evaluate-bleu --data data-bin/multi30k_en_de --ref ../shared/data/mt/en-de/test.de \\
       --system baseline=checkpoints/base/checkpoint_best.pt \\
       --system ssan=checkpoints/ssan/checkpoint_best.pt --json runs/en_de_test.json
-  scripts/evaluate_bleu.py --ref test.de --hyp base=base.de --hyp ssan=ssan.de
-  scripts/evaluate_bleu.py --data data-bin/multi30k_en_de --source held_out.en --ref held_out.de \\
+  ssan-evaluate-bleu --ref test.de --hyp base=base.de --hyp ssan=ssan.de
+  ssan-evaluate-bleu --data data-bin/multi30k_en_de --source held_out.en --ref held_out.de \\
       --system baseline@1=runs/b1/checkpoint_best.pt --system baseline@2=runs/b2/checkpoint_best.pt \\
       --system ssan@1=runs/s1/checkpoint_best.pt --system ssan@2=runs/s2/checkpoint_best.pt
 """
@@ -31,10 +30,18 @@ import argparse
 import json
 import sys
 
+from ssan_plugin import register
 from ssan_plugin.translation.decode import PACKAGE_DIR, GenerateOptions
 from ssan_plugin.translation.evaluate import EvalConfig, evaluate, markdown_table, parse_system
-from ssan_plugin.cli import (ArgumentParser, finite_float, nonnegative_float, nonnegative_int,
-                             positive_int, script_main, setup_logging)
+from ssan_plugin.cli.arguments import (
+    ArgumentParser,
+    finite_float,
+    nonnegative_float,
+    nonnegative_int,
+    positive_int,
+    script_main,
+    setup_logging,
+)
 
 
 class _AppendSystem(argparse.Action):
@@ -126,6 +133,8 @@ def main(argv=None):
         paired=args.paired or "bs", paired_n=args.paired_n,
         skip_recorded_data_check=args.skip_recorded_data_check, tgt_lang=args.tgt_lang,
         source=args.source, by_length_png=args.by_length_png, aso=args.aso)
+    if any(spec.kind == "checkpoint" for spec in cfg.systems):
+        register()  # checkpoints translating --source are loaded in this process
     result = evaluate(cfg)
     print(markdown_table(result["report"], result["notes"]))
     if args.json_out:

@@ -26,9 +26,9 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from .significance import holm, seed_level_test
+from ..stats.significance import holm, seed_level_test
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BEGIN = "<!-- begin generated: {key} -->"
 END = "<!-- end generated: {key} -->"
 _BLOCK = re.compile(r"<!-- begin generated: (?P<key>[\w.-]+) -->\n.*?<!-- end generated: "
@@ -167,9 +167,9 @@ def _bleu_scorer(ref_path: Path, tgt: str):
     ``evaluate_bleu.py`` scores it without a data-bin (the reference's language rules)."""
     from sacrebleu.metrics import BLEU
 
-    from .significance import sacrebleu_score_fn, sacrebleu_stats
-    from .translation.languages import LanguageConfig, looks_segmented
-    from .translation.textio import read_lines
+    from ..stats.significance import sacrebleu_score_fn, sacrebleu_stats
+    from ..translation.languages import LanguageConfig, looks_segmented
+    from ..translation.textio import read_lines
 
     raw = read_lines(ref_path)
     lang = LanguageConfig.create(tgt, looks_segmented(raw, tgt))
@@ -183,7 +183,7 @@ def run_stats(run_dir: Path, hyp_name: str, ref: Path, tgt: str) -> np.ndarray:
     """Per-sentence BLEU statistics of an archived run's hypotheses (read and scored once per
     process), checked: one hypothesis per reference, and the BLEU its ``test.json`` archived
     recomputed exactly (the same scoring, or an error)."""
-    from .translation.textio import read_lines
+    from ..translation.textio import read_lines
 
     stats_of, score, n = _bleu_scorer(ref, tgt)
     hyps = read_lines(run_dir / hyp_name)
@@ -337,7 +337,7 @@ def runs_table(plan) -> str:
     """Markdown: every archived run of a plan (study, pair, system, seed order): BLEU, chrF,
     best valid loss, validation selection rate, and against the same seed's baseline the
     difference and the sentence-level paired bootstrap p (it describes that seed only)."""
-    from .significance import paired_bootstrap
+    from ..stats.significance import paired_bootstrap
 
     out = ["| study, pair | run | BLEU | chrF | Δ vs same-seed baseline | p (sentences, this "
            "seed) | best valid loss | valid selection rate |", "|---|---|---|---|---|---|---|---|"]
@@ -375,8 +375,8 @@ def runs_table(plan) -> str:
 def srl_gold_props(dev_conll: Path, dest: Path) -> Path:
     """The gold props of a CoNLL-2012 dev file, as ``prepare_srl.py`` writes them
     (``valid.props``): one column per proposition, in column order."""
-    from .srl.conll2012 import read_conll2012
-    from .srl.props import write_props
+    from ..srl.conll2012 import read_conll2012
+    from ..srl.props import write_props
 
     sentences = read_conll2012(str(dev_conll))
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -391,7 +391,7 @@ def srl_comparisons(archive: Path, gold_props: Path,
     """Seed-level dev F1 comparisons of ``run_srl.py``'s archive: ``specs`` are
     (label, baseline run prefix, system run prefix), a prefix ``CONFIG_ENCODER`` whose runs are
     ``PREFIX_sSEED/dev.pred.props.gz``; paired by seed; Holm over the specs."""
-    from .srl.compare import f1_score, read_checked, score_system
+    from ..srl.compare import f1_score, read_checked, score_system
 
     gold = read_checked(str(gold_props), "--gold-props", f"--gold-props {gold_props}")
 

@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """The analysis report: markdown tables (probing accuracy per layer with 95% intervals, tree
 induction F1, selection by word class and distance) and a probing figure from the JSON files
 that examples/analysis/run_analysis.sh wrote into one directory. See examples/analysis/README.md."""
@@ -6,7 +5,8 @@ that examples/analysis/run_analysis.sh wrote into one directory. See examples/an
 import sys
 from pathlib import Path
 
-from ssan_plugin.cli import ArgumentParser, check_output_file, input_dir_arg, script_main
+from ssan_plugin.cli.arguments import ArgumentParser, input_dir_arg, script_main
+from ssan_plugin.cli.files import check_output_file
 
 PROG = "analysis_report.py"
 

@@ -1,0 +1,83 @@
+"""Loading a fairseq checkpoint a command was given: torch's weights_only loader with the
+plugin's allow-list, and one line for a missing, truncated, refused or wrong-task file. torch
+is imported when a checkpoint is loaded, not with this module."""
+
+import warnings
+from fnmatch import fnmatch
+from pathlib import Path
+from typing import Optional
+
+from .errors import InputError, one_line
+from .files import check_input_file
+
+def checkpoint_identity(state: dict) -> dict:
+    """{"task": name or None, "arch": name or None} recorded in a fairseq checkpoint state."""
+
+    def get(container, key):
+        if container is None:
+            return None
+        if hasattr(container, "get"):
+            return container.get(key)
+        return getattr(container, key, None)
+
+    cfg, args = state.get("cfg"), state.get("args")
+    task = get(get(cfg, "task"), "_name") or get(args, "task")
+    model = get(cfg, "model")
+    arch = get(model, "arch") or get(model, "_name") or get(args, "arch")
+    return {"task": task, "arch": arch}
+
+
+def load_checkpoint(path, expect_task: Optional[str] = None, expect_arch: Optional[str] = None,
+                    what: str = "checkpoint") -> dict:
+    """The state of a fairseq checkpoint, loaded with torch's weights_only check and the
+    plugin's allow-list (``checkpoint_safety``). InputError, first the file, for a missing file,
+    a directory, an empty or truncated file, a pickle the safe loader refuses (and the reason),
+    a file without model state, and, with ``expect_task`` / ``expect_arch`` (fnmatch patterns,
+    e.g. ``srl_tagger*``), a checkpoint of another task or architecture: what was expected and
+    what was found."""
+    import pickle
+
+    import torch
+
+    from ..runtime.checkpoint_safety import allow_fairseq_checkpoint_globals
+
+    allow_fairseq_checkpoint_globals()  # the globals fairseq checkpoints pickle (idempotent)
+
+    path = Path(path)
+    label = f"{what} {path}".strip()
+    if path.is_dir():
+        raise InputError(f"{label} is a directory; give a checkpoint file, e.g. "
+                         f"{path / 'checkpoint_best.pt'}")
+    check_input_file(path, what)
+    if path.stat().st_size == 0:
+        raise InputError(f"{label} is empty (0 bytes): not a checkpoint")
+    try:
+        with warnings.catch_warnings():  # torch warns about the pickle protocol of odd files
+            warnings.simplefilter("ignore")
+            state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as err:
+        text = str(err)
+        if "Weights only load failed" in text:
+            reason = text.split("Check the documentation")[0]
+            for marker in ("trusted source.", "WeightsUnpickler error:"):
+                reason = reason.split(marker, 1)[-1]
+            raise InputError(f"{label}: refused by torch's safe loader (Weights only load "
+                             f"failed): {one_line(reason)[:300]}") from None
+        raise InputError(f"{label} is truncated or not a torch checkpoint: "
+                         f"{one_line(text)[:300]}") from None
+    except Exception as err:  # truncated zip, a text file, ...: torch raises many types
+        raise InputError(f"{label} is truncated or not a torch checkpoint: "
+                         f"{type(err).__name__}: {one_line(err)[:200]}") from None
+    if not isinstance(state, dict) or not isinstance(state.get("model"), dict):
+        raise InputError(f"{label} is not a fairseq checkpoint (no model state)")
+    if expect_task is not None or expect_arch is not None:
+        found = checkpoint_identity(state)
+        ok_task = expect_task is None or found["task"] == expect_task
+        ok_arch = expect_arch is None or (found["arch"] is not None
+                                          and fnmatch(found["arch"], expect_arch))
+        if not (ok_task and ok_arch):
+            expected = ", ".join(f"{k} {v!r}" for k, v in (("task", expect_task),
+                                                            ("arch", expect_arch)) if v)
+            raise InputError(f"{label}: expected a checkpoint of {expected}, found task "
+                             f"{found['task']!r}, arch {found['arch']!r}")
+    return state

@@ -1,0 +1,54 @@
+"""The project's error types and their one-line form (conventions: ``ssan_plugin.cli``).
+
+``InputError`` is bad input (exit status 2); ``OptionError`` a plugin option its rule refuses,
+also a ValueError for callers in Python; ``StepError`` a failed child process or library step
+(exit status 1). Standard library only.
+"""
+
+import os
+import sys
+
+class InputError(Exception):
+    """Bad input: the script prints ``script.py: error: MESSAGE`` and exits ``exit_status``."""
+
+    exit_status = 2
+
+
+class OptionError(InputError, ValueError):
+    """A plugin option with a value its rule refuses (``--ssan-tau 0``): one line naming the
+    option, the value and the rule, exit status 2, like fairseq's own argparse errors. In the
+    project's scripts ``script_main`` prints it; inside fairseq's commands (``fairseq-train``,
+    ``-generate``, ``-interactive``, ``-validate``), where the plugin raises it while the model
+    is built, :func:`install_option_error_hook` does. A ValueError too, for callers in Python."""
+
+
+def install_option_error_hook() -> None:
+    """Make an uncaught :class:`OptionError` end the process as an argparse error does: one
+    line ``PROG: error: MESSAGE`` on stderr and exit status 2 (no traceback). Installed once,
+    when the plugin is imported (``--user-dir``); other exceptions reach the previous hook."""
+    previous = sys.excepthook
+    if getattr(previous, "ssan_plugin_option_hook", False):
+        return
+
+    def hook(exc_type, exc, tb):
+        if isinstance(exc, OptionError):
+            prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
+            sys.stdout.flush()
+            sys.stderr.write(f"{prog}: error: {exc}\n")
+            sys.stderr.flush()
+            os._exit(exc.exit_status)
+        previous(exc_type, exc, tb)
+
+    hook.ssan_plugin_option_hook = True
+    sys.excepthook = hook
+
+
+class StepError(InputError):
+    """A child process or library step failed; the message names the step and its log."""
+
+    exit_status = 1
+
+
+def one_line(message) -> str:
+    """The message on one line (line breaks and the indentation after them become one space)."""
+    return " ".join(part.strip() for part in str(message).splitlines() if part.strip())

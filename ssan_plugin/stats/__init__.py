@@ -1,0 +1,4 @@
+"""Statistics of comparisons: paired sentence-level tests of one seed, the seed-level test of
+seed groups, Holm's correction and Almost Stochastic Order (``significance``), and the pooled
+tables of GROUP@SEED systems every evaluation command prints (``seed_groups``). numpy and scipy
+only: no torch, no fairseq."""

@@ -29,7 +29,7 @@ setup(
     install_requires=[
         "torch>=2.6",  # weights_only loading by default, torch.serialization.add_safe_globals
         "numpy>=1.21.3",
-        "scipy>=1.10",  # Student t of the seed-level test (ssan_plugin.significance)
+        "scipy>=1.10",  # Student t of the seed-level test (ssan_plugin.stats.significance)
         "omegaconf>=2.1,<2.4",
         "tqdm>=4.27",
         "sacrebleu>=2.2,<3",  # sacrebleu.significance.PairedTest, signatures of 2.x
@@ -38,6 +38,8 @@ setup(
         # Japanese BLEU is always sacrebleu's ja-mecab (= sacrebleu[ja])
         "mecab-python3>=1.0.9,<2",
         "ipadic>=1.0,<2",
+        # --encoder-selector entmax; pure Python, requires torch>=1.3 only (met by the above)
+        "entmax>=1.3,<2",
     ],
     # the project's commands (ssan_plugin/commands/, one module each): ssan-evaluate-bleu, ...
     entry_points={

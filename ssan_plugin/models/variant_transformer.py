@@ -57,6 +57,21 @@ def parse_layer_list(spec, num_layers: int, option: str) -> List[int]:
     return layers
 
 
+def add_options_once(parser, options: type) -> None:
+    """fairseq's parser options of the dataclass ``options``, unless they are there already:
+    two variants may share one declaration (SSAN's options serve ``ssan_transformer`` and the
+    selective family's ``gumbel`` / ``soft``), and encoder-only models offer every variant in
+    one parser. A dataclass whose options are only partly there is an error."""
+    flags = ["--" + field.name.replace("_", "-") for field in dataclasses.fields(options)
+             if field.name != "_name"]  # FairseqDataclass's own field, never an option
+    present = [flag for flag in flags if flag in parser._option_string_actions]
+    if present and len(present) == len(flags):
+        return
+    if present:
+        raise ValueError(f"{options.__name__}: options {', '.join(present)} are declared twice")
+    gen_parser_from_dataclass(parser, options())
+
+
 def wrap_encoder_layer(layer: nn.Module, cfg: TransformerConfig) -> nn.Module:
     """fairseq's own wrapping of an encoder layer (TransformerEncoderBase.build_encoder_layer):
     activation checkpointing with ``--checkpoint-activations``, then FSDP where it is active."""
@@ -141,9 +156,16 @@ class VariantTransformerModel(TransformerModel, metaclass=ABCMeta):
         cls.add_variant_args(parser)
 
     @classmethod
+    def option_dataclasses(cls) -> List[type]:
+        """The dataclasses that declare the variant's own options: ``options``, and for a family
+        with parts of its own (the selective family's selectors) theirs."""
+        return [cls.options]
+
+    @classmethod
     def add_variant_args(cls, parser) -> None:
         """Only the variant's own options (also used by encoder-only models such as SRL)."""
-        gen_parser_from_dataclass(parser, cls.options())
+        for options in cls.option_dataclasses():
+            add_options_once(parser, options)
 
     @classmethod
     def fill_defaults(cls, args) -> None:
@@ -151,9 +173,10 @@ class VariantTransformerModel(TransformerModel, metaclass=ABCMeta):
         default, or ``legacy_defaults[name]`` where the default changed since older checkpoints
         were trained (args without the option are an older checkpoint's)."""
         legacy = getattr(cls, "legacy_defaults", {})
-        for field in dataclasses.fields(cls.options):
-            if getattr(args, field.name, None) is None:
-                setattr(args, field.name, legacy.get(field.name, field.default))
+        for options in cls.option_dataclasses():
+            for field in dataclasses.fields(options):
+                if getattr(args, field.name, None) is None:
+                    setattr(args, field.name, legacy.get(field.name, field.default))
 
     @classmethod
     def variant_layers(cls, args) -> List[int]:

@@ -11,15 +11,19 @@ from fairseq.models.transformer.transformer_legacy import TransformerModel
 from .biblosan_transformer import BiBloSANTransformerModel
 from .disan_transformer import DiSANTransformerModel
 from .resa_transformer import ReSATransformerModel
+from .selective_transformer import SelectiveTransformerModel
 from .ssan_transformer import SSANTransformerModel
 
-# "san" is fairseq's own self-attention (no variant layer)
+# "san" is fairseq's own self-attention (no variant layer); "selective" takes its selector from
+# --encoder-selector. It comes after "ssan": both offer SSAN's options, and the one parser of an
+# encoder-only model gets them from the first (VariantTransformerModel.add_variant_args).
 ENCODER_VARIANTS: Dict[str, Optional[type]] = {
     "san": None,
     "ssan": SSANTransformerModel,
     "disan": DiSANTransformerModel,
     "biblosan": BiBloSANTransformerModel,
     "resa": ReSATransformerModel,
+    "selective": SelectiveTransformerModel,
 }
 
 

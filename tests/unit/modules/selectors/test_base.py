@@ -1,0 +1,95 @@
+"""modules/selectors/base.py: SelectorMultiheadAttention around every logit selector inside
+fairseq's encoder layer (pre-norm, bf16 autocast), without pads, with attention dropout; the
+zero-weight rule of the record; a warm start from fairseq's own self-attention."""
+
+import pytest
+import torch
+from fairseq.models.transformer import TransformerConfig
+from fairseq.models.transformer.transformer_config import EncDecBaseConfig
+from fairseq.modules import MultiheadAttention
+from helpers.selectors import C, H, build, call, inputs, selector_args
+
+from ssan_plugin.modules import AttentionVariantEncoderLayer
+from ssan_plugin.modules.selectors import SELECTORS, Selection, Selector, SelectorMultiheadAttention
+
+LOGIT_SELECTORS = [n for n in SELECTORS if n not in ("gumbel", "soft")]
+
+
+def layer(name, normalize_before=True):
+    cfg = TransformerConfig()
+    cfg.encoder = EncDecBaseConfig()
+    cfg.encoder.embed_dim, cfg.encoder.ffn_embed_dim, cfg.encoder.attention_heads = C, 32, H
+    cfg.encoder.normalize_before = normalize_before
+    args = selector_args()
+    return AttentionVariantEncoderLayer(
+        cfg, lambda d, c: SELECTORS[name].build_attention(args, d, c.encoder.attention_heads))
+
+
+@pytest.mark.parametrize("name", LOGIT_SELECTORS)
+def test_in_fairseqs_encoder_layer_under_bf16_autocast(name):
+    torch.manual_seed(0)
+    encoder_layer = layer(name).train()
+    assert isinstance(encoder_layer.self_attn, SelectorMultiheadAttention)
+    x, pad = inputs(seed=1, dtype=torch.float32, left_pad=True)
+    x.requires_grad_()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = encoder_layer(x, pad)
+    assert torch.isfinite(out.float()).all()
+    out.float().sum().backward()
+    assert torch.isfinite(x.grad).all()
+    assert encoder_layer.self_attn.pop_selection() is not None
+
+
+@pytest.mark.parametrize("name", LOGIT_SELECTORS)
+def test_no_pads_and_attention_dropout(name):
+    attn = build(name, dropout=0.5, double=False).train()
+    x, _ = inputs(seed=2, dtype=torch.float32)
+    attn.keep_selection = True
+    torch.manual_seed(3)
+    out, weights = call(attn, x, None, need_head_weights=True)
+    record = attn.pop_selection()
+    # weights are returned before dropout; a pair is selected where its weight is nonzero
+    if name not in ("gate", "fixed_mask"):  # rows of a gated head sum to its gate, of a mask to 0 or 1
+        torch.testing.assert_close(weights.sum(-1), torch.ones_like(weights.sum(-1)), atol=1e-5, rtol=0)
+    selected = weights.transpose(0, 1) > 0
+    assert torch.equal(record.selection, selected)
+    assert float(record.pairs_selected) == float(selected.sum())
+    assert float(record.pairs_possible) == H * x.size(1) * x.size(0) ** 2
+
+
+class HalfSelector(Selector):
+    """Attends to the even keys only, uniformly (a selector written for this test)."""
+
+    name = "half"
+
+    def forward(self, logits, key_padding_mask, query, rate_gradient=True):
+        keep = torch.zeros_like(logits, dtype=torch.bool)
+        keep[..., ::2] = True
+        if key_padding_mask is not None:
+            keep &= ~key_padding_mask.view(key_padding_mask.size(0), 1, 1, -1)
+        probs = keep.to(logits.dtype)
+        return Selection(probs / probs.sum(-1, keepdim=True).clamp_min(1))
+
+
+def test_a_new_selector_needs_only_its_forward():
+    attn = SelectorMultiheadAttention(C, H, HalfSelector()).train()
+    x, pad = inputs(seed=4, dtype=torch.float32)
+    call(attn, x, pad)
+    record = attn.pop_selection()
+    n = (~pad).sum(-1).float()
+    kept = torch.tensor([float((~pad[b, ::2]).sum()) for b in range(pad.size(0))])
+    torch.testing.assert_close(record.pair_rate, H * (kept / n * n).sum() / n.sum())
+    assert float(record.pairs_selected) == H * float((kept * n).sum())
+
+
+@pytest.mark.parametrize("name", LOGIT_SELECTORS)
+def test_warm_start_from_fairseqs_self_attention(name):
+    torch.manual_seed(0)
+    plain = MultiheadAttention(C, H, self_attention=True)
+    state = {"layers.0.self_attn." + k: v for k, v in plain.state_dict().items()}
+    attn = build(name, double=False)
+    fresh = {k: v.clone() for k, v in attn.selector.state_dict().items()}
+    attn.upgrade_state_dict_named(state, "layers.0.self_attn")
+    attn.load_state_dict({k[len("layers.0.self_attn."):]: v for k, v in state.items()})
+    assert torch.equal(attn.q_proj.weight, plain.q_proj.weight)
+    assert all(torch.equal(attn.selector.state_dict()[k], v) for k, v in fresh.items())

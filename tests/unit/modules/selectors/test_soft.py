@@ -1,0 +1,38 @@
+"""modules/selectors/soft.py: the registry's ``soft`` is SSAN's soft layer, and its forward
+(training and evaluation alike, no noise) against ATT = sigmoid(E_p) e^E / sum, pads out."""
+
+import pytest
+import torch
+from helpers.selectors import (attend_by_hand, build, call, inputs, logits_by_hand,
+                               policy_logits_by_hand, ssan_model_attention)
+
+from ssan_plugin.modules.selective_attention import SelectiveMultiheadAttention
+
+
+def soft_attention_by_hand(logits, select, pad):
+    keep = (~pad).view(pad.size(0), 1, 1, -1).to(logits.dtype)
+    w = select * torch.exp(logits - logits.amax(-1, keepdim=True)) * keep
+    return w / w.sum(-1, keepdim=True)
+
+
+def test_is_ssan_soft_layer():
+    ours, theirs = build("soft"), ssan_model_attention(selection="soft")
+    assert type(ours) is SelectiveMultiheadAttention and ours.selection == "soft"
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    x, pad = inputs(seed=1)
+    assert torch.equal(call(ours.eval(), x, pad)[0], call(theirs.eval(), x, pad)[0])
+
+
+@pytest.mark.parametrize("mode", ["train", "eval"])
+def test_forward_against_the_formula(mode):
+    attn = getattr(build("soft"), mode)()
+    x, pad = inputs(seed=2, left_pad=True)
+    select = torch.sigmoid(policy_logits_by_hand(attn, x))
+    expected = soft_attention_by_hand(logits_by_hand(attn, x), select, pad)
+    out, weights = call(attn, x, pad, need_head_weights=True)
+    torch.testing.assert_close(weights.transpose(0, 1).double(), expected, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(out, attend_by_hand(attn, x, expected), rtol=1e-5, atol=1e-6)
+    if mode == "train":  # the rate term is sum_j sigmoid(E_p), differentiable
+        record = attn.pop_selection()
+        record.pair_rate.backward()
+        assert attn.policy_proj.weight.grad.abs().sum() > 0

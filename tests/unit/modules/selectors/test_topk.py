@@ -1,0 +1,117 @@
+"""modules/selectors/topk.py: the pattern against its definition (exactly min(k, n) keys a
+query, by sorting; fractions; pads never; ties to the lower index), the layer against the
+formula written out, k >= length equal to fairseq's attention, gradients."""
+
+import math
+
+import pytest
+import torch
+from helpers.selectors import (H, T, attend_by_hand, build, call, fairseq_attention, inputs,
+                               logits_by_hand, softmax_over)
+
+from ssan_plugin.cli.errors import OptionError
+from ssan_plugin.modules.selectors.topk import TopKSelector
+
+
+def pattern_by_sorting(logits, pad, k):
+    """Per query: the non-pad keys sorted by (logit descending, index ascending), the first
+    min(k, n) kept (k a fraction: ceil(k n), at least 1)."""
+    bsz, heads, length, _ = logits.shape
+    keep = torch.zeros(logits.shape, dtype=torch.bool)
+    for b in range(bsz):
+        keys = [j for j in range(length) if not pad[b, j]]
+        n = len(keys)
+        count = min(int(k), n) if k >= 1 else min(max(1, math.ceil(k * n)), n)
+        for h in range(heads):
+            for i in range(length):
+                ranked = sorted(keys, key=lambda j: (-float(logits[b, h, i, j]), j))
+                keep[b, h, i, ranked[:count]] = True
+    return keep
+
+
+@pytest.mark.parametrize("k", [1, 2, 4, 0.5, 0.2])
+@pytest.mark.parametrize("left_pad", [False, True])
+def test_pattern_and_forward_against_sorting(k, left_pad):
+    attn = build("topk", topk=k).eval()
+    x, pad = inputs(seed=int(10 * k), left_pad=left_pad)
+    logits = logits_by_hand(attn, x)
+    keep = pattern_by_sorting(logits, pad, k)
+    attn.keep_selection = True
+    out, weights = call(attn, x, pad, need_head_weights=True)
+    record = attn.pop_selection()
+    assert torch.equal(record.selection, keep & ~pad.view(pad.size(0), 1, 1, -1) & ~pad.view(pad.size(0), 1, -1, 1))
+    expected = softmax_over(logits, keep, pad)
+    torch.testing.assert_close(weights.transpose(0, 1), expected, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(out, attend_by_hand(attn, x, expected), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("k", [1, 3, 0.34])
+def test_keeps_exactly_min_k_valid_keys_never_a_pad(k):
+    selector = TopKSelector(k)
+    x, pad = inputs(seed=3, left_pad=True)
+    logits = torch.randn(pad.size(0), H, T, T, dtype=torch.float64)
+    keep = selector(logits, pad, x).keep.expand(logits.shape)
+    n = (~pad).sum(-1)
+    want = n.clamp(max=int(k)) if k >= 1 else torch.ceil(k * n).long().clamp(1).minimum(n)
+    assert torch.equal(keep.sum(-1), want.view(-1, 1, 1).expand(-1, H, T))
+    assert not keep[pad.view(pad.size(0), 1, 1, -1).expand_as(keep)].any()
+
+
+def test_ties_keep_the_lower_index():
+    logits = torch.zeros(1, 1, 2, 5)
+    logits[0, 0, 1] = torch.tensor([1.0, 2.0, 2.0, 2.0, 0.0])
+    keep = TopKSelector(2)(logits, None, torch.zeros(2, 1, 4)).keep
+    assert keep[0, 0, 0].tolist() == [True, True, False, False, False]  # all equal: first two
+    assert keep[0, 0, 1].tolist() == [False, True, True, False, False]
+    again = TopKSelector(2)(logits, None, torch.zeros(2, 1, 4)).keep
+    assert torch.equal(keep, again)
+
+
+@pytest.mark.parametrize("k", [T, 100])
+def test_k_at_least_the_length_is_fairseq_attention(k):
+    attn = build("topk", topk=k).eval()
+    theirs = fairseq_attention(attn)
+    for left_pad in (False, True):
+        x, pad = inputs(seed=5, left_pad=left_pad)
+        ours, our_weights = call(attn, x, pad, need_weights=True)
+        ref, ref_weights = call(theirs, x, pad, need_weights=True)
+        torch.testing.assert_close(ours, ref, rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(our_weights, ref_weights, rtol=1e-12, atol=1e-12)
+
+
+def test_gradients_reach_kept_keys_only():
+    attn = build("topk", topk=2).train()
+    x, pad = inputs(seed=7)
+    logits = logits_by_hand(attn, x).detach().requires_grad_()
+    sel = attn.selector(logits, pad, x)
+    (sel.probs * torch.randn_like(sel.probs)).sum().backward()
+    kept = sel.keep
+    assert logits.grad[kept].abs().sum() > 0
+    assert torch.all(logits.grad[~kept] == 0)
+    out, _ = call(attn, x, pad)
+    out.sum().backward()
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for n, p in attn.named_parameters())
+
+
+def test_record_rate_is_the_kept_fraction_without_gradient():
+    attn = build("topk", topk=2).train()
+    x, pad = inputs(seed=8)
+    call(attn, x, pad)
+    record = attn.pop_selection()
+    n = (~pad).sum(-1).double()
+    per_query = torch.minimum(n, torch.tensor(2.0)) / n
+    expected = H * (per_query * n).sum() / n.sum()  # mean over non-pad queries, summed over heads
+    torch.testing.assert_close(record.pair_rate.double(), expected)
+    assert not record.pair_rate.requires_grad and float(record.decisions) == 0
+    assert float(record.pairs_selected) == H * float((torch.minimum(n, torch.tensor(2.0)) * n).sum())
+    with pytest.raises(OptionError, match="--select-scale .* topk selector's rate has no gradient"):
+        attn.rate_gradient = True
+    with pytest.raises(OptionError, match="--nce-scale"):
+        attn.entropy_gradient = True
+    attn.rate_gradient = attn.entropy_gradient = False  # what the criterion sets with weights 0
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, 2.5, float("inf"), float("nan")])
+def test_bad_k_refused(bad):
+    with pytest.raises(OptionError, match="--topk must be an integer >= 1 or a fraction"):
+        TopKSelector(bad)

@@ -23,14 +23,20 @@ sampled selector's ``log_prob`` and ``sentence_token_rate`` (2B,) become per pai
 Shapes: ``pair_classifier`` = fairseq's ``transformer`` encoder; ``pair_classifier_small`` =
 ``transformer_small``'s encoder (3 layers, 128, FFN 512, 4 heads), so the *_small translation
 encoders transfer (``--encoder-init``, task option).
+
+Options (``--pair-``) are declared once, in :class:`PairClassifierOptions` (the encoder-only
+models' declaration, ``srl_tagger.EncoderModelOptions``); the model reads them as that one
+typed object.
 """
 
 import dataclasses
-from typing import Dict, List
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from fairseq.dataclass import ChoiceEnum
 from fairseq.models import BaseFairseqModel, register_model, register_model_architecture
 from fairseq.models.transformer import Embedding
 from fairseq.models.transformer.transformer_legacy import base_architecture
@@ -38,11 +44,23 @@ from fairseq.models.transformer.transformer_legacy import base_architecture
 from ..modules.selection import SelectionStats
 from ..pairs.relatedness import check_relatedness_loss, relatedness_scores
 from .architectures import transformer_small
+from .srl_tagger import ENCODER_CHOICES, EncoderModelOptions, encoder_field
 from .variant_transformer import VariantTransformerEncoder
-from .variants import ENCODER_VARIANTS, add_encoder_args
-from ..cli.errors import OptionError
+from .variants import ENCODER_VARIANTS
 
 POOLINGS = ("mean", "source2token")
+
+
+@dataclass
+class PairClassifierOptions(EncoderModelOptions):
+    pair_encoder: ENCODER_CHOICES = encoder_field()
+    pair_pooling: ChoiceEnum(POOLINGS) = field(default="source2token", metadata={
+        "help": "sentence vector: mean of the token states, or DiSAN's multi-dimensional "
+                "source2token attention; default source2token"})
+    pair_mlp_dim: Optional[int] = field(default=None, metadata={
+        "help": "hidden units of the classifier MLP; default the embed dim",
+        "metavar": "N", "rule": (">= 1", lambda value: value >= 1),
+        "default_from": "encoder_embed_dim"})
 
 
 class Source2Token(nn.Module):
@@ -93,41 +111,37 @@ def pair_records(records: List[SelectionStats], bsz: int) -> List[SelectionStats
 
 @register_model("pair_classifier")
 class PairClassifierModel(BaseFairseqModel):
-    def __init__(self, args, encoder, pooling, mlp, heads: Dict[str, int], relatedness_loss: str):
+    def __init__(self, args, options: PairClassifierOptions, encoder, pooling, mlp,
+                 heads: Dict[str, int], relatedness_loss: str):
         super().__init__()
         self.args = args
+        self.options = options
         self.relatedness_loss = check_relatedness_loss(relatedness_loss)  # the task's option
         self.encoder = encoder
         self.pooling = pooling  # a Source2Token, or None for mean pooling
         self.mlp = mlp
         self.dropout = nn.Dropout(args.dropout)
-        self.heads = nn.ModuleDict({name: nn.Linear(args.pair_mlp_dim, size)
+        self.heads = nn.ModuleDict({name: nn.Linear(options.pair_mlp_dim, size)
                                     for name, size in heads.items()})
 
     @staticmethod
     def add_args(parser):
-        add_encoder_args(parser, "--pair-encoder")
-        parser.add_argument("--pair-pooling", choices=POOLINGS,
-                            help="sentence vector: mean of the token states, or DiSAN's "
-                                 "multi-dimensional source2token attention; default source2token")
-        parser.add_argument("--pair-mlp-dim", type=int, metavar="N",
-                            help="hidden units of the classifier MLP; default the embed dim")
+        PairClassifierOptions.add_args(parser)
 
     @classmethod
     def build_model(cls, args, task):
+        options = PairClassifierOptions.from_args(args)
         words = task.source_dictionary
         dim = args.encoder_embed_dim
         embed_tokens = Embedding(len(words), dim, words.pad())
-        variant = ENCODER_VARIANTS[args.pair_encoder]
+        variant = ENCODER_VARIANTS[options.pair_encoder]
         if variant is None:
             encoder = VariantTransformerEncoder(args, words, embed_tokens, [], None)
         else:
             encoder = variant.build_variant_encoder(args, words, embed_tokens)
-        pooling = Source2Token(dim) if args.pair_pooling == "source2token" else None
-        if args.pair_mlp_dim < 1:
-            raise OptionError(f"--pair-mlp-dim must be >= 1, got {args.pair_mlp_dim}")
-        mlp = nn.Linear(4 * dim, args.pair_mlp_dim)
-        return cls(args, encoder, pooling, mlp, task.heads, task.relatedness_loss)
+        pooling = Source2Token(dim) if options.pair_pooling == "source2token" else None
+        mlp = nn.Linear(4 * dim, options.pair_mlp_dim)
+        return cls(args, options, encoder, pooling, mlp, task.heads, task.relatedness_loss)
 
     def max_positions(self):
         return self.encoder.max_positions()
@@ -164,17 +178,14 @@ class PairClassifierModel(BaseFairseqModel):
 
 @register_model_architecture("pair_classifier", "pair_classifier")
 def pair_classifier(args):
-    """fairseq's base Transformer encoder shape; source2token pooling; the variants' defaults."""
-    args.pair_encoder = getattr(args, "pair_encoder", None) or "san"
-    if args.pair_encoder not in ENCODER_VARIANTS:
-        raise OptionError(f"--pair-encoder {args.pair_encoder!r}: choose from {sorted(ENCODER_VARIANTS)}")
-    args.pair_pooling = getattr(args, "pair_pooling", None) or "source2token"
+    """fairseq's base Transformer encoder shape; the --pair- options' (--pair-mlp-dim: the
+    embed dim) and every variant's defaults where args lack them (older checkpoints), the
+    --pair- options checked."""
     for variant in ENCODER_VARIANTS.values():
         if variant is not None:
             variant.fill_defaults(args)
     base_architecture(args)
-    if getattr(args, "pair_mlp_dim", None) is None:
-        args.pair_mlp_dim = args.encoder_embed_dim
+    PairClassifierOptions.fill_defaults(args)  # after the shape: --pair-mlp-dim's default
 
 
 @register_model_architecture("pair_classifier", "pair_classifier_small")

@@ -1,18 +1,27 @@
-"""ssan_plugin/models/pair_classifier.py (with the sentence_pair task on a tiny data dir)."""
+"""ssan_plugin/models/pair_classifier.py (with the sentence_pair task on a tiny data dir); its
+--pair- options, declared once in PairClassifierOptions (parser, defaults of older
+checkpoints' args, one-line refusals)."""
 
+import argparse
 import dataclasses
 
 import pytest
 import torch
 from helpers.pairs_cli import TINY_PAIR_MODEL, batch, build_pair, prepare_in_process, sick_rows
 
+from ssan_plugin.cli.errors import OptionError
 from ssan_plugin.models.pair_classifier import (
+    PairClassifierModel,
+    PairClassifierOptions,
     mean_pool,
     pair_features,
     pair_records,
     stack_pair,
 )
+from ssan_plugin.models.variants import ENCODER_VARIANTS
 from ssan_plugin.modules.selection import SelectionStats
+
+ENCODERS = sorted(ENCODER_VARIANTS)  # the encoder choices: the registry's names
 
 
 @pytest.fixture(scope="module")
@@ -106,3 +115,111 @@ def test_small_functions():
     assert mean_pool(x, torch.tensor([[False, False, True]])).tolist() == [[2.0, 3.0]]
     u, v = torch.tensor([[1.0, 2.0]]), torch.tensor([[3.0, 5.0]])
     assert pair_features(u, v).tolist() == [[1, 2, 3, 5, -2, -3, 3, 10]]
+
+
+# ---------------------------------------------------------------- the --pair- options
+
+# the options as they were before their declaration moved into PairClassifierOptions:
+# name -> (type, default, choices, metavar); --pair-mlp-dim None: the embed dim
+PAIR_OPTIONS = {
+    "--pair-encoder": (str, "san", ENCODERS, None),
+    "--pair-pooling": (str, "source2token", ["mean", "source2token"], None),
+    "--pair-mlp-dim": (int, None, None, "N"),
+}
+
+
+def test_options_are_declared_once():
+    """The parser's --pair- options (as fairseq-train adds them) are the fields of
+    PairClassifierOptions (name, type, default, choices, metavar, help) and the ones the model
+    had before; fairseq's encoder options and every variant's options are there too."""
+    parser = argparse.ArgumentParser()
+    group = parser.add_argument_group("Model-specific configuration",
+                                      argument_default=argparse.SUPPRESS)
+    PairClassifierModel.add_args(group)
+    actions = {action.dest: action for action in group._group_actions}
+    fields = PairClassifierOptions.option_fields()
+    assert [name for name in actions if name.startswith("pair_")] == [f.name for f in fields]
+    declared = {}
+    for f in fields:
+        action = actions[f.name]
+        assert action.option_strings == ["--" + f.name.replace("_", "-")]
+        assert action.default == f.default and action.help == f.metadata["help"]
+        assert action.metavar == f.metadata.get("metavar")
+        declared[action.option_strings[0]] = (action.type, action.default, action.choices,
+                                              action.metavar)
+    assert declared == PAIR_OPTIONS
+    assert {"encoder_embed_dim", "encoder_layers", "dropout", "ssan_tau", "disan_impl",
+            "biblosan_block_length", "resa_estimator"} <= set(actions)
+    defaults = vars(parser.parse_args([]))
+    assert {k: v for k, v in defaults.items() if k.startswith("pair_")} == \
+        {f.name: f.default for f in fields}
+    assert "--pair-mlp-dim N" in parser.format_help()
+
+
+def test_older_args_get_the_defaults(data):
+    """Args of a checkpoint written before the options existed (or with None): the presets
+    fill every --pair- option (--pair-mlp-dim: the embed dim of the preset's shape), and the
+    model built from them, directly or through fairseq's checkpoint path, reads them."""
+    from fairseq import options, tasks
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+    from fairseq.models import ARCH_CONFIG_REGISTRY
+
+    names = [f.name for f in PairClassifierOptions.option_fields()]
+    for arch, width in (("pair_classifier", 512), ("pair_classifier_small", 128)):
+        old = argparse.Namespace(arch=arch, pair_pooling=None)
+        ARCH_CONFIG_REGISTRY[arch](old)
+        assert {name: getattr(old, name) for name in names} == {
+            "pair_encoder": "san", "pair_pooling": "source2token", "pair_mlp_dim": width}
+        assert old.encoder_embed_dim == width and old.ssan_tau == 0.5
+    assert PairClassifierOptions.from_args(argparse.Namespace(encoder_embed_dim=16)) == \
+        PairClassifierOptions(pair_mlp_dim=16)
+
+    for through_checkpoint_path in (False, True):
+        args = options.parse_args_and_arch(options.get_training_parser(), [
+            str(data), "--task", "sentence_pair", "--arch", "pair_classifier",
+            "--criterion", "sentence_pair_loss", "--cpu", *map(str, TINY_PAIR_MODEL),
+            "--pair-pooling", "mean", "--pair-mlp-dim", "7"])
+        for name in names:
+            delattr(args, name)
+        task = tasks.setup_task(args)
+        model_args = convert_namespace_to_omegaconf(args).model if through_checkpoint_path else args
+        model = task.build_model(model_args)
+        assert model.options == PairClassifierOptions(pair_mlp_dim=32)
+        assert isinstance(model.pooling, torch.nn.Module) and model.mlp.out_features == 32
+
+
+def test_the_model_reads_one_typed_object(data):
+    _, model, _ = tiny(data, "--pair-encoder", "disan", "--pair-pooling", "mean",
+                       "--pair-mlp-dim", "7")
+    assert model.options == PairClassifierOptions(pair_encoder="disan", pair_pooling="mean",
+                                                  pair_mlp_dim=7)
+    assert model.pooling is None and model.mlp.out_features == 7
+    assert {head.in_features for head in model.heads.values()} == {7}
+
+
+REFUSED = [
+    ("pair_mlp_dim", 0, "--pair-mlp-dim must be >= 1, got 0"),
+    ("pair_mlp_dim", "64", "--pair-mlp-dim must be >= 1, got '64'"),
+    ("pair_pooling", "max", "--pair-pooling must be one of mean, source2token, got 'max'"),
+    ("pair_encoder", "lstm", f"--pair-encoder must be one of {', '.join(ENCODERS)}, got 'lstm'"),
+]
+
+
+@pytest.mark.parametrize("name,value,message", REFUSED, ids=[f"{n}={v!r}" for n, v, _ in REFUSED])
+def test_bad_values_are_one_line_option_errors(name, value, message):
+    """Args that argparse did not parse (a checkpoint's, a caller's): the preset and the model
+    refuse them with one line naming the option, the value and the rule."""
+    from fairseq.models import ARCH_CONFIG_REGISTRY
+
+    with pytest.raises(OptionError) as refused:
+        PairClassifierOptions.from_args(argparse.Namespace(encoder_embed_dim=16, **{name: value}))
+    assert str(refused.value) == message
+    with pytest.raises(OptionError) as refused:
+        ARCH_CONFIG_REGISTRY["pair_classifier_small"](argparse.Namespace(**{name: value}))
+    assert str(refused.value) == message
+
+
+def test_bad_value_on_the_command_line(data):
+    with pytest.raises(OptionError) as refused:
+        tiny(data, "--pair-mlp-dim", "0")
+    assert str(refused.value) == "--pair-mlp-dim must be >= 1, got 0"

@@ -1,23 +1,172 @@
-"""ssan_plugin/models/srl_tagger.py: the predicate-distance embedding (--srl-predicate-distance)
-on a tiny CoNLL-2005 data-bin: distances computed from the indicator on either padding side,
-clipped, added to the input; off by default (old checkpoints and recipes unchanged); word
-dropout; the predicate-aware classifier (--srl-classifier predicate-mlp) against its formula."""
+"""ssan_plugin/models/srl_tagger.py: the --srl- options, declared once in SRLTaggerOptions
+(parser, defaults of older checkpoints' args, one-line refusals); the predicate-distance
+embedding (--srl-predicate-distance) on a tiny CoNLL-2005 data-bin: distances computed from the
+indicator on either padding side, clipped, added to the input; off by default (old checkpoints
+and recipes unchanged); word dropout; the predicate-aware classifier (--srl-classifier
+predicate-mlp) against its formula."""
+
+import argparse
+import math
 
 import pytest
 import torch
 from helpers.srl_cli import tiny05  # noqa: F401  (fixture)
 
+from ssan_plugin.cli.errors import OptionError
+from ssan_plugin.models.variants import ENCODER_VARIANTS
 
-def build(data, *extra):
+ENCODERS = sorted(ENCODER_VARIANTS)  # the encoder choices: the registry's names
+
+
+def parse(data, *extra):
     import ssan_plugin  # noqa: F401
-    from fairseq import options, tasks
+    from fairseq import options
 
-    args = options.parse_args_and_arch(options.get_training_parser(), [
+    return options.parse_args_and_arch(options.get_training_parser(), [
         str(data), "--task", "srl", "--arch", "srl_tagger", "--encoder-embed-dim", "16",
         "--encoder-ffn-embed-dim", "32", "--encoder-layers", "1", "--encoder-attention-heads", "2",
         "--cpu", *extra])
+
+
+def build(data, *extra):
+    from fairseq import tasks
+
+    args = parse(data, *extra)
     task = tasks.setup_task(args)
     return task, task.build_model(args).eval()
+
+
+# ---------------------------------------------------------------- the --srl- options
+
+# the options as they were before their declaration moved into SRLTaggerOptions:
+# name -> (type, default, choices, metavar)
+SRL_OPTIONS = {
+    "--srl-encoder": (str, "san", ENCODERS, None),
+    "--srl-predicate-distance": (int, 0, None, "K"),
+    "--srl-word-dropout": (float, 0.0, None, "P"),
+    "--srl-char-dim": (int, 0, None, "D"),
+    "--srl-classifier": (str, "linear", ["linear", "predicate-mlp"], None),
+}
+
+
+def model_group():
+    """The model's options as fairseq-train adds them (parse_args_and_arch's group)."""
+    from ssan_plugin.models.srl_tagger import SRLTaggerModel
+
+    parser = argparse.ArgumentParser()
+    group = parser.add_argument_group("Model-specific configuration",
+                                      argument_default=argparse.SUPPRESS)
+    SRLTaggerModel.add_args(group)
+    return parser, {action.dest: action for action in group._group_actions}
+
+
+def test_options_are_declared_once():
+    """The parser's --srl- options are the fields of SRLTaggerOptions (name, type, default,
+    choices, metavar, help) and the ones the model had before; fairseq's encoder options and
+    every variant's options are there too."""
+    from ssan_plugin.models.srl_tagger import SRLTaggerOptions
+
+    parser, actions = model_group()
+    fields = SRLTaggerOptions.option_fields()
+    assert [name for name in actions if name.startswith("srl_")] == [f.name for f in fields]
+    declared = {}
+    for f in fields:
+        action = actions[f.name]
+        assert action.option_strings == ["--" + f.name.replace("_", "-")]
+        assert action.default == f.default and action.help == f.metadata["help"]
+        assert action.metavar == f.metadata.get("metavar")
+        declared[action.option_strings[0]] = (action.type, action.default, action.choices,
+                                              action.metavar)
+    assert declared == SRL_OPTIONS
+    assert {"encoder_embed_dim", "encoder_layers", "dropout", "ssan_tau", "disan_impl",
+            "biblosan_block_length", "resa_estimator"} <= set(actions)
+    defaults = vars(parser.parse_args([]))
+    assert {k: v for k, v in defaults.items() if k.startswith("srl_")} == \
+        {f.name: f.default for f in fields}
+    help_text = parser.format_help()
+    assert "--srl-predicate-distance K" in help_text and "--srl-char-dim D" in help_text
+
+
+def test_older_args_get_the_defaults(tiny05):
+    """Args of a checkpoint written before the options existed (or with None): the
+    architecture presets fill every --srl- option with its default, and the model built from
+    them, directly or through fairseq's checkpoint path, reads those defaults."""
+    from fairseq import tasks
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+    from fairseq.models import ARCH_CONFIG_REGISTRY
+
+    from ssan_plugin.models.srl_tagger import SRLTaggerOptions
+
+    names = [f.name for f in SRLTaggerOptions.option_fields()]
+    for arch, width in (("srl_tagger", 256), ("srl_tagger_small", 128)):
+        old = argparse.Namespace(arch=arch, srl_char_dim=None)
+        ARCH_CONFIG_REGISTRY[arch](old)
+        assert {name: getattr(old, name) for name in names} == {
+            "srl_encoder": "san", "srl_predicate_distance": 0, "srl_word_dropout": 0.0,
+            "srl_char_dim": 0, "srl_classifier": "linear"}
+        assert old.encoder_embed_dim == width and old.ssan_tau == 0.5  # shape, variants: as before
+    assert SRLTaggerOptions.from_args(argparse.Namespace()) == SRLTaggerOptions()
+
+    for through_checkpoint_path in (False, True):
+        args = parse(tiny05, "--srl-char-dim", "6", "--srl-classifier", "predicate-mlp")
+        for name in names:
+            delattr(args, name)
+        task = tasks.setup_task(args)
+        model_args = convert_namespace_to_omegaconf(args).model if through_checkpoint_path else args
+        model = task.build_model(model_args)
+        assert model.options == SRLTaggerOptions() == model.encoder.options
+        assert model.encoder.char_features is None and isinstance(model.classifier, torch.nn.Linear)
+
+
+def test_the_model_reads_one_typed_object(tiny05):
+    from ssan_plugin.models.srl_tagger import SRLTaggerOptions
+
+    _, model = build(tiny05, "--srl-encoder", "ssan", "--srl-predicate-distance", "2",
+                     "--srl-word-dropout", "0.25", "--srl-classifier", "predicate-mlp")
+    assert model.options == SRLTaggerOptions(srl_encoder="ssan", srl_predicate_distance=2,
+                                             srl_word_dropout=0.25, srl_classifier="predicate-mlp")
+    assert model.encoder.options == model.options
+    assert (model.encoder.max_distance, model.encoder.word_dropout) == (2, 0.25)
+
+
+REFUSED = [
+    ("srl_predicate_distance", -1, "--srl-predicate-distance must be >= 0, got -1"),
+    ("srl_word_dropout", 1.0, "--srl-word-dropout must be in [0, 1), got 1.0"),
+    ("srl_word_dropout", -0.1, "--srl-word-dropout must be in [0, 1), got -0.1"),
+    ("srl_word_dropout", math.nan, "--srl-word-dropout must be in [0, 1), got nan"),
+    ("srl_char_dim", -1, "--srl-char-dim must be >= 0, got -1"),
+    ("srl_char_dim", "8", "--srl-char-dim must be >= 0, got '8'"),
+    ("srl_classifier", "bilinear",
+     "--srl-classifier must be one of linear, predicate-mlp, got 'bilinear'"),
+    ("srl_encoder", "lstm", f"--srl-encoder must be one of {', '.join(ENCODERS)}, got 'lstm'"),
+]
+
+
+@pytest.mark.parametrize("name,value,message", REFUSED, ids=[f"{n}={v!r}" for n, v, _ in REFUSED])
+def test_bad_values_are_one_line_option_errors(name, value, message):
+    """Args that argparse did not parse (a checkpoint's, a caller's): the preset and the model
+    refuse them with one line naming the option, the value and the rule."""
+    from fairseq.models import ARCH_CONFIG_REGISTRY
+
+    from ssan_plugin.models.srl_tagger import SRLTaggerOptions
+
+    with pytest.raises(OptionError) as refused:
+        SRLTaggerOptions.from_args(argparse.Namespace(**{name: value}))
+    assert str(refused.value) == message
+    with pytest.raises(OptionError) as refused:
+        ARCH_CONFIG_REGISTRY["srl_tagger_small"](argparse.Namespace(**{name: value}))
+    assert str(refused.value) == message
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--srl-predicate-distance", "-2"], "--srl-predicate-distance must be >= 0, got -2"),
+    (["--srl-word-dropout", "1.5"], "--srl-word-dropout must be in [0, 1), got 1.5"),
+    (["--srl-char-dim", "-3"], "--srl-char-dim must be >= 0, got -3"),
+])
+def test_bad_values_on_the_command_line(tiny05, flags, message):
+    with pytest.raises(OptionError) as refused:
+        build(tiny05, *flags)
+    assert str(refused.value) == message
 
 
 def test_distance_embedding_is_off_by_default(tiny05):

@@ -25,6 +25,15 @@ TINY_MODEL = (
 ).split()
 
 
+def require_shared(relative: str) -> Path:
+    """``../shared/data/<relative>`` (a file or a folder), or skip the calling test with a reason
+    naming what is missing: the shared data is not part of a fresh clone (see README)."""
+    path = SHARED_DATA / relative
+    if not path.exists():
+        pytest.skip(f"needs ../shared/data/{relative} (the shared data; see README)")
+    return path
+
+
 def cli_env():
     env = dict(os.environ)
     env.setdefault("OMP_NUM_THREADS", "1")

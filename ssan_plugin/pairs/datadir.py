@@ -12,6 +12,7 @@ A directory DIR holds:
 """
 
 import csv
+import math
 import os
 from typing import List, Optional
 
@@ -51,9 +52,20 @@ def read_gold(path) -> List[Pair]:
     if not rows or tuple(rows[0]) != GOLD_HEADER:
         raise ValueError(f"{path}: not a gold file of prepare_pairs.py (header {GOLD_HEADER})")
     out = []
-    for row in rows[1:]:
+    for line, row in enumerate(rows[1:], start=2):
+        if len(row) != len(GOLD_HEADER):
+            raise ValueError(f"{path}: line {line} has {len(row)} tab-separated fields, "
+                             f"expected {len(GOLD_HEADER)} ({', '.join(GOLD_HEADER)})")
         label: Optional[str] = row[1] or None
         if label is not None and label not in LABELS:
-            raise ValueError(f"{path}: unknown label {label!r}")
-        out.append(Pair(row[0], "", "", label, float(row[2]) if row[2] else None))
+            raise ValueError(f"{path}: line {line}: unknown label {label!r}")
+        score = None
+        if row[2]:
+            try:
+                score = float(row[2])
+            except ValueError:
+                score = math.nan
+            if not math.isfinite(score):
+                raise ValueError(f"{path}: line {line}: score {row[2]!r} is not a finite number")
+        out.append(Pair(row[0], "", "", label, score))
     return out

@@ -24,7 +24,7 @@ from helpers.pairs_cli import (
     write_sick,
     write_snli,
 )
-from conftest import message_lines
+from conftest import message_lines, require_shared
 from helpers.translation_testlib import load_script, prepare as prepare_translation, train_tiny
 
 from ssan_plugin.pairs import datadir
@@ -295,8 +295,9 @@ def test_evaluate_bad_input_one_line_exit_2(sick, tmp_path, capsys):
         EVALUATE.main(["--data", str(data), "--checkpoint", "=x", "--json", out])
 
 
-@pytest.mark.skipif(not (NLI / "sick" / "train.tsv").exists(), reason="../shared/data/nli absent")
 def test_shared_sick_and_snli_slices(tmp_path):
+    require_shared("nli/sick")
+    require_shared("nli/snli")
     for split, n in (("train", 121), ("valid", 41)):
         lines = (NLI / "sick" / f"{split}.tsv").read_text(encoding="utf-8").splitlines()[:n]
         (tmp_path / f"{split}.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -372,11 +373,11 @@ def test_runner_one_at_a_time_and_summary(tmp_path):
                           "| relatedness_scratch_s1 | ssan | pearson 0.6 | +0.1 | 0.25 |"]
 
 
-@pytest.mark.skipif(not (NLI / "sick" / "train.tsv").exists(), reason="../shared/data/nli absent")
 def test_runner_archives_runs_and_compares_from_predictions(tmp_path):
     """A tiny real plan on SICK (2 encoders, 1 seed, 2 updates): each run's result, predictions
     and curve land in the archive, the per-seed comparison is made from the archived
     predictions (no checkpoint), and a second runner on a fresh OUT trains nothing."""
+    require_shared("nli/sick")
     out, archive = tmp_path / "out", tmp_path / "archive"
     args = [sys.executable, RUNNER, "--archive", archive, "--encoders", "san,ssan", "--seeds", "1",
             "--targets", "entailment", "--updates", "2", "--save-interval", "1",

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import require_shared
 from helpers.srl_cli import BIN, EWT, PROPS, WORDS, prepare, run, tiny05  # noqa: F401  (fixture)
 
 
@@ -50,8 +51,8 @@ def _slice(src: Path, dst: Path, n: int):
     dst.write_text("\n\n".join(b.strip("\n") for b in blocks) + "\n\n", encoding="utf-8")
 
 
-@pytest.mark.skipif(not EWT.exists(), reason="../shared/data/srl/ewt not available")
 def test_ewt_prepare_train_san_and_ssan_evaluate(tmp_path):
+    require_shared("srl/ewt")
     from ssan_plugin.srl.brackets import brackets_to_bio
     from ssan_plugin.srl.props import read_props
     from ssan_plugin.srl.scorer import evaluate
@@ -135,11 +136,11 @@ def test_every_encoder_trains_and_decodes_conll2005(tiny05, tmp_path, encoder):
     assert [len(columns) for _, columns in pred] == [2, 1, 0]
 
 
-@pytest.mark.skipif(not EWT.exists(), reason="../shared/data/srl/ewt not available")
 def test_runner_archives_runs_and_compares_props(tmp_path):
     """examples/srl/run_srl.py on an EWT slice (2 encoders, 1 seed, 2 updates): result, dev
     props and learning curve (valid f1) archived per run, the comparison made from the
     archived props, and a second runner on a fresh OUT trains nothing."""
+    require_shared("srl/ewt")
     raw = tmp_path / "raw"
     raw.mkdir()
     _slice(EWT / "train.gold_conll", raw / "train.gold_conll", 40)
@@ -181,11 +182,11 @@ def test_runner_archives_runs_and_compares_props(tmp_path):
     assert (archive / "curves.png").stat().st_size > 0
 
 
-@pytest.mark.skipif(not EWT.exists(), reason="../shared/data/srl/ewt not available")
 def test_runner_reports_averaged_checkpoints(tmp_path):
     """run_srl.py --average-last 2: the last two interval checkpoints are kept and averaged
     parameter by parameter; the average is the reported checkpoint (dev), the best-on-dev one
     is scored too (dev_best); more checkpoints than the budget saves is refused up front."""
+    require_shared("srl/ewt")
     raw = tmp_path / "raw"
     raw.mkdir()
     _slice(EWT / "train.gold_conll", raw / "train.gold_conll", 30)

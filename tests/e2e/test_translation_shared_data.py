@@ -4,8 +4,8 @@ a few updates, and evaluate_bleu.py decodes and scores the sliced test set. Data
 temporary directory, never into the repository."""
 
 import pytest
-from helpers.translation_testlib import (ROOT, SHARED_DATA, evaluate, lines, read_json, run,
-                                         train_tiny)
+from conftest import require_shared
+from helpers.translation_testlib import ROOT, evaluate, lines, read_json, run, train_tiny
 
 PAIRS = {
     # pair: (target, wrapper, checks on the manifest's language handling)
@@ -24,9 +24,7 @@ N_TRAIN, N_EVAL = 2000, 60
 
 @pytest.mark.parametrize("pair", sorted(PAIRS))
 def test_pair_prepares_trains_and_evaluates(pair, tmp_path):
-    source = SHARED_DATA / "mt" / pair
-    if not source.is_dir():
-        pytest.skip(f"{source} not present")
+    source = require_shared(f"mt/{pair}")
     tgt, wrapper, expected_languages = PAIRS[pair]
     raw = tmp_path / "raw"
     raw.mkdir()

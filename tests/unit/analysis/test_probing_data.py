@@ -5,7 +5,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import SHARED_DATA
+from conftest import require_shared
 from ssan_plugin.analysis.probing_data import (assign_splits, bigram_shift, make_examples,
                                                move_word, read_probing_file, read_wrd_dir,
                                                top_constituent_examples, undo_bpe, with_splits,
@@ -158,9 +158,8 @@ def test_read_wrd_dir_hand_made(tmp_path):
         read_wrd_dir(tmp_path)
 
 
-@pytest.mark.skipif(not (SHARED_DATA / "probing/wrd").is_dir(), reason="../shared/data absent")
 def test_read_the_shared_wrd_set():
-    ex = read_wrd_dir(SHARED_DATA / "probing/wrd")
+    ex = read_wrd_dir(require_shared("probing/wrd"))
     assert len(ex) == 10000 and {e[0] for e in ex} == {"va"}
     assert ex[1] == ("va", "4 1", "a can strategy to Republicounter the re-election of Obama")
     for _, label, sentence in ex[:500]:

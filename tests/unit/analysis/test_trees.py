@@ -6,7 +6,7 @@ import itertools
 import numpy as np
 import pytest
 
-from conftest import SHARED_DATA
+from conftest import require_shared
 from ssan_plugin.analysis.trees import (SpanScore, gold_spans, read_parsed_conll,
                                         right_branching_spans, score_spans, scored,
                                         split_point_spans, top_constituents, tree_depth)
@@ -182,12 +182,10 @@ def test_conll_without_parse_bits_is_named(tmp_path):
         read_parsed_conll(tmp_path / "nope")
 
 
-@pytest.mark.skipif(not (SHARED_DATA / "srl/ewt/dev.gold_conll").is_file(),
-                    reason="../shared/data/srl/ewt absent")
 def test_real_ewt_trees_against_the_raw_parse_bits():
     from ssan_plugin.srl.conll2012 import read_conll2012_rows
 
-    path = SHARED_DATA / "srl/ewt/dev.gold_conll"
+    path = require_shared("srl/ewt/dev.gold_conll")
     sentences = read_parsed_conll(path)
     rows = read_conll2012_rows(str(path))
     assert len(sentences) == len(rows) > 1000

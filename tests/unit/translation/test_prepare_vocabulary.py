@@ -8,23 +8,22 @@ import re
 
 import pytest
 import sentencepiece as spm
-from helpers.translation_testlib import SHARED_DATA, call_prepare, lines
+from conftest import require_shared
+from helpers.translation_testlib import call_prepare, lines
 
 from ssan_plugin.translation.prepare import SPM_META_PIECES, required_characters
 
-SOURCE = SHARED_DATA / "mt" / "en-ja"
 N_TRAIN = 700
 
 
 @pytest.fixture
 def raw(tmp_path):
-    if not SOURCE.is_dir():
-        pytest.skip(f"{SOURCE} not present")
+    source = require_shared("mt/en-ja")
     raw = tmp_path / "raw"
     raw.mkdir()
     for split, n in (("train", N_TRAIN), ("valid", 10), ("test", 10)):
         for lang in ("en", "ja"):
-            text = lines(SOURCE / f"{split}.{lang}")[:n]
+            text = lines(source / f"{split}.{lang}")[:n]
             (raw / f"{split}.{lang}").write_text("".join(x + "\n" for x in text), "utf-8")
     return raw
 

@@ -637,7 +637,7 @@ def main(argv=None):
         # 5. scoring
         bleu_json = out / "bleu.json"
         score_cmd = [sys.executable, "-m", "ssan_plugin.commands.evaluate_bleu", "--data", data_bin,
-                     "--ref", raw / f"test.{args.tgt}", "--json", bleu_json,
+                     "--ref", raw / f"test.{args.tgt}", "--json", bleu_json, "--overwrite",
                      *[a for name in SYSTEMS
                        for a in ("--hyp", f"{name}={hyp_dir / f'{name}.test.{args.tgt}'}")]]
         run_phases(screen, [Phase("scoring", score_cmd, logs / "score.log")], args.verbose)

@@ -71,6 +71,6 @@ for spec in "$@"; do
       --conll "$EWT/dev.gold_conll" --json "$OUT/selection_stats.$name.json" --png "$OUT/selection_stats.$name.png"
   fi
   step "$OUT/maps.$name.done" $PY -m ssan_plugin.commands.show_selection --data "$DATA" --checkpoint "$ck" \
-    --input "$OUT/examples.en" --out "$OUT/maps.$name"
+    --input "$OUT/examples.en" --out "$OUT/maps.$name" --overwrite  # maps of a stopped step redone
 done
 echo "outputs in $OUT"

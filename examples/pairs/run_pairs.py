@@ -205,7 +205,7 @@ def pair_run(target, init, encoder, seed, args, data, translation) -> Run:
         return [[PY, "-m", "ssan_plugin.commands.evaluate_pairs", "--data", data[init], "--checkpoint",
                  f"{name}={save / 'checkpoint_best.pt'}", "--subset", subset, "--json",
                  save / f"{subset}.json", "--predictions", save / f"{subset}.predictions.tsv",
-                 "--cpu"] for subset in ("valid", "test")]
+                 "--cpu", "--overwrite"] for subset in ("valid", "test")]  # resumed: again
 
     def result(save):
         out = {"target": target, "init": init, "encoder": encoder, "seed": seed,
@@ -288,7 +288,7 @@ def compare_predictions(json_out: Path, systems, data_dir: Path, env) -> None:
     json_out.parent.mkdir(parents=True, exist_ok=True)
     preds = [a for name, path in systems for a in ("--pred", f"{name}={path}")]
     run_command([PY, "-m", "ssan_plugin.commands.evaluate_pairs", "--data", data_dir, *preds,
-                 "--subset", "test", "--json", json_out], env=env)
+                 "--subset", "test", "--json", json_out, "--overwrite"], env=env)
 
 
 def compare_seeds(archive: Path, plan, data, env):

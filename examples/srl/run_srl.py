@@ -80,7 +80,7 @@ def srl_run(config: str, flags, encoder: str, seed: int, args, data: Path) -> Ru
     def score(save, checkpoint, props, report):
         return [PY, "-m", "ssan_plugin.commands.evaluate_srl", "--data", data, "--checkpoint", checkpoint,
                 "--subset", "valid", "--gold-props", save / "dev.gold.props", "--pred-props",
-                props, "--json", report, "--cpu"]
+                props, "--json", report, "--cpu", "--overwrite"]  # a resumed run: scored again
 
     def evaluate(save):
         if not args.average_last:
@@ -90,7 +90,7 @@ def srl_run(config: str, flags, encoder: str, seed: int, args, data: Path) -> Ru
         # best-on-dev one is scored as well, for the comparison (result "dev_best")
         average = save / f"checkpoint_avg{args.average_last}.pt"
         return [[PY, "-m", "ssan_plugin.commands.average_checkpoints", "--last", args.average_last, save,
-                 "--kind", "update", "--output", average],
+                 "--kind", "update", "--output", average, "--overwrite"],
                 score(save, average, save / "dev.pred.props.gz", save / "dev.json"),
                 score(save, save / "checkpoint_best.pt", save / "dev.best.props",
                       save / "dev.best.json")]
@@ -139,8 +139,8 @@ def compare_props_files(out: Path, systems, gold: Path, env) -> None:
         return
     out.parent.mkdir(parents=True, exist_ok=True)
     preds = [a for name, path in systems for a in ("--pred-props", f"{name}={path}")]
-    run_command([PY, "-m", "ssan_plugin.commands.evaluate_srl", "--gold-props", gold, *preds, "--json", out],
-                env=env)
+    run_command([PY, "-m", "ssan_plugin.commands.evaluate_srl", "--gold-props", gold, *preds, "--json", out,
+                 "--overwrite"], env=env)
 
 
 def compare_seeds(archive: Path, config: str, encoders, seeds, gold: Path, env) -> None:

@@ -20,6 +20,7 @@ from typing import List, Sequence
 import torch
 from torch import Tensor
 
+from ..cli.checkpoints import load_checkpoint
 from ..translation.pipeline import TextPipeline
 from ..translation.textio import PipelineError
 from .selection import load_model, piece_word_index
@@ -42,6 +43,27 @@ class Encoded:
         return max(self.word_index, default=-1) + 1
 
 
+def check_translation_checkpoint(checkpoint: Path, data: Path, src: str, tgt: str) -> None:
+    """One line, before fairseq builds the model, for a checkpoint these tools cannot read with
+    ``data``: not a translation checkpoint (an SRL tagger, a pair classifier: what was expected
+    and found), or trained on another dictionary (embedding rows against dictionary entries)."""
+    from fairseq.data import Dictionary
+
+    state = load_checkpoint(checkpoint, expect_task="translation", what="--checkpoint")
+    for side, lang in (("encoder", src), ("decoder", tgt)):
+        weight = state["model"].get(f"{side}.embed_tokens.weight")
+        dict_path = data / f"dict.{lang}.txt"
+        if weight is None or not dict_path.is_file():
+            continue
+        size = len(Dictionary.load(str(dict_path)))
+        if weight.shape[0] != size:
+            raise PipelineError(f"--checkpoint {checkpoint} was trained on another dictionary: "
+                                f"expected {'an' if side == 'encoder' else 'a'} {side} "
+                                f"embedding of {size} rows ({dict_path}, "
+                                f"with the 4 special symbols), found {weight.shape[0]}; give "
+                                f"the --data it was trained on")
+
+
 class AnalysisInput:
     """A trained model (eval mode, CPU) with its data-bin's text pipeline and dictionary."""
 
@@ -52,6 +74,8 @@ class AnalysisInput:
         if not checkpoint.is_file():
             raise PipelineError(f"--checkpoint {checkpoint}: no such file")
         self.pipeline = TextPipeline.from_data_dir(data)
+        check_translation_checkpoint(checkpoint, data, self.pipeline.manifest["src"],
+                                     self.pipeline.manifest["tgt"])
         self.model, self.task = load_model(checkpoint, data)
         self.dictionary = self.task.source_dictionary
         self.pad_idx = self.dictionary.pad()

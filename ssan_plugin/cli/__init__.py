@@ -9,6 +9,8 @@ The conventions (README, "Errors"):
   parse time (the ``*_arg`` types below), so the message is argparse's own:
   ``script.py: error: argument --beam: must be an integer >= 1, got '0'``;
 - out-of-range values are refused, never replaced by a default;
+- outputs are guarded before any work (``files.guard_outputs``): never one of the inputs, never
+  an existing file or a non-empty folder without ``--overwrite``;
 - a child process or library step that fails gives one line naming the step and the path of
   a log file holding its whole output (exit status 1: the failure may not be the input's);
 - a UTF-8 byte-order mark at the start of a text file is dropped, everywhere the same way

@@ -134,3 +134,23 @@ def _argparse_check(check):
 
 input_file_arg = _argparse_check(check_input_file)
 input_dir_arg = _argparse_check(check_input_dir)
+
+
+# ---------------------------------------------------------------- outputs, decoding limits
+
+def add_overwrite(parser, what: str = "an existing output file") -> None:
+    """``--overwrite``: without it :func:`~ssan_plugin.cli.files.guard_outputs` refuses an
+    existing output file or a non-empty output folder (README, "Errors")."""
+    parser.add_argument("--overwrite", action="store_true",
+                        help=f"replace {what} (refused without it); an input is never replaced")
+
+
+def check_decoding_limits(parser, max_len_a: float, max_len_b: int) -> None:
+    """fairseq's beam search asserts ``min_len (1) <= int(max_len_a * src_len + max_len_b)``,
+    where ``src_len`` (the padded source width, end of sentence included) can be 1: refuse
+    limits that leave no room for one target token, at parse time, as argparse does."""
+    if int(max_len_a * 1 + max_len_b) < 1:
+        parser.error(f"argument --max-len-b: must be >= 1 when --max-len-a is below 1 (the "
+                     f"longest output, --max-len-a x source length + --max-len-b, must allow "
+                     f"one token even for a one-token source), got --max-len-a {max_len_a:g} "
+                     f"and --max-len-b {max_len_b}")

@@ -5,8 +5,8 @@ that examples/analysis/run_analysis.sh wrote into one directory. See examples/an
 import sys
 from pathlib import Path
 
-from ssan_plugin.cli.arguments import ArgumentParser, input_dir_arg, script_main
-from ssan_plugin.cli.files import check_output_file
+from ssan_plugin.cli.arguments import ArgumentParser, add_overwrite, input_dir_arg, script_main
+from ssan_plugin.cli.files import Input, guard_outputs, output_file
 
 PROG = "analysis_report.py"
 
@@ -19,16 +19,15 @@ def main(argv=None) -> int:
                         help="system names as in the file names; the first is the reference (no selection)")
     parser.add_argument("--md", required=True, help="output markdown")
     parser.add_argument("--png", help="output probing figure")
+    add_overwrite(parser, "an existing --md or --png")
     args = parser.parse_args(argv)
-    check_output_file(args.md, "--md")
-    if args.png:
-        check_output_file(args.png, "--png")
+    # the inputs: the JSON files of --dir (the report reads some of them)
+    guard_outputs([output_file("--md", args.md), args.png and output_file("--png", args.png)],
+                  [Input("--dir", path) for path in sorted(Path(args.dir).glob("*.json"))],
+                  args.overwrite)
     from ssan_plugin.analysis.report import AnalysisResults, plot_probing, report_markdown
 
     results = AnalysisResults.read(args.dir, args.systems)
-    for out in (args.md, args.png):
-        if out:
-            Path(out).parent.mkdir(parents=True, exist_ok=True)
     with open(args.md, "w", encoding="utf-8") as f:
         f.write(report_markdown(results))
     if args.png:

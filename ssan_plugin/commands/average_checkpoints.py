@@ -18,8 +18,14 @@ with --keep-last-epochs N / --keep-interval-updates N while training.
 import argparse
 import sys
 
-from ssan_plugin.cli.arguments import ArgumentParser, positive_int, script_main, setup_logging
-from ssan_plugin.cli.files import check_output_file
+from ssan_plugin.cli.arguments import (
+    ArgumentParser,
+    add_overwrite,
+    positive_int,
+    script_main,
+    setup_logging,
+)
+from ssan_plugin.cli.files import Input, guard_outputs, output_file
 from ssan_plugin.translation.average import average_checkpoints, last_checkpoints
 
 
@@ -34,6 +40,7 @@ def parse_args(argv=None):
                     help="with --last: epoch (checkpointE.pt) or update (checkpoint_E_U.pt) "
                          "checkpoints (auto: whichever DIR has)")
     ap.add_argument("--output", required=True, metavar="AVG.pt")
+    add_overwrite(ap, "an existing --output")
     args = ap.parse_args(argv)
     if args.last is not None:
         try:
@@ -47,9 +54,11 @@ def parse_args(argv=None):
 def main(argv=None):
     setup_logging()
     args = parse_args(argv)
-    check_output_file(args.output, "--output")
     paths = (args.inputs if args.inputs is not None
              else last_checkpoints(args.last[1], args.last[0], args.kind))
+    option = "--inputs" if args.inputs is not None else "--last"
+    guard_outputs([output_file("--output", args.output)], [Input(option, p) for p in paths],
+                  args.overwrite)
     average_checkpoints(paths, args.output)
     print(f"averaged {len(paths)} checkpoints -> {args.output}: " + " ".join(map(str, paths)))
     return 0

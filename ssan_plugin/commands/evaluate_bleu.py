@@ -29,12 +29,15 @@ Example:
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from ssan_plugin import register
 from ssan_plugin.translation.decode import PACKAGE_DIR, GenerateOptions
 from ssan_plugin.translation.evaluate import EvalConfig, evaluate, markdown_table, parse_system
 from ssan_plugin.cli.arguments import (
     ArgumentParser,
+    add_overwrite,
+    check_decoding_limits,
     finite_float,
     nonnegative_float,
     nonnegative_int,
@@ -42,6 +45,7 @@ from ssan_plugin.cli.arguments import (
     script_main,
     setup_logging,
 )
+from ssan_plugin.cli.files import Input, guard_outputs, output_dir, output_file
 
 
 class _AppendSystem(argparse.Action):
@@ -105,7 +109,10 @@ def parse_args(argv=None):
     ap.add_argument("--skip-recorded-data-check", action="store_true",
                     help="do not compare the dictionaries of the data dir recorded in a "
                          "checkpoint with --data's (embedding sizes are always compared)")
+    add_overwrite(ap, "an existing --json or --by-length-png (the hypotheses of --hyp-dir, "
+                      "NAME.SUBSET.LANG, are replaced without it: that folder collects them)")
     args = ap.parse_args(argv)
+    check_decoding_limits(ap, args.max_len_a, args.max_len_b)
     if not args.systems:
         ap.error("give at least one --system NAME=CHECKPOINT or --hyp NAME=FILE")
     if args.data is None and any(kind == "checkpoint" for kind, _ in args.systems):
@@ -115,6 +122,37 @@ def parse_args(argv=None):
         ap.error("--tgt-lang is only for scoring without --data (the manifest names the "
                  "target language)")
     return args
+
+
+def guard(cfg: EvalConfig, overwrite: bool) -> None:
+    """The outputs (--json, the by-length figure, the hypotheses and generate logs of the
+    checkpoints in --hyp-dir) checked against the inputs before anything is decoded. The
+    hypothesis folder is designed to collect files: it may hold others, and a checkpoint's
+    own hypotheses of the same name are replaced."""
+    outputs, inputs = [], [Input("--ref", cfg.ref), Input("--source", cfg.source),
+                           Input("--data", cfg.data)]
+    for spec in cfg.systems:
+        option = "--system" if spec.kind == "checkpoint" else "--hyp"
+        inputs.append(Input(option, spec.path, f"{option} {spec.name}={spec.path}"))
+    if cfg.json_out:
+        outputs.append(output_file("--json", cfg.json_out))
+    if cfg.by_length_png:
+        outputs.append(output_file("--by-length-png", cfg.by_length_png))
+    elif cfg.json_out:
+        outputs.append(output_file("the by-length figure beside --json",
+                                   Path(cfg.json_out).with_suffix(".by_length.png")))
+    hyp_dir = cfg.hyp_dir or (Path(cfg.json_out).resolve().parent if cfg.json_out else None)
+    if hyp_dir is not None:
+        label = Path(cfg.source).name if cfg.source is not None else cfg.subset
+        decoded = [s.name for s in cfg.systems if s.kind == "checkpoint"]
+
+        def writes(relative: str) -> bool:
+            return "/" not in relative and any(
+                relative.startswith(f"{name}.{label}.") or
+                relative == f"{name}.{cfg.subset}.generate.log" for name in decoded)
+
+        outputs.append(output_dir("--hyp-dir", hyp_dir, adds=True, writes=writes))
+    guard_outputs(outputs, inputs, overwrite)
 
 
 @script_main(prog="evaluate_bleu.py")
@@ -133,6 +171,7 @@ def main(argv=None):
         paired=args.paired or "bs", paired_n=args.paired_n,
         skip_recorded_data_check=args.skip_recorded_data_check, tgt_lang=args.tgt_lang,
         source=args.source, by_length_png=args.by_length_png, aso=args.aso)
+    guard(cfg, args.overwrite)
     if any(spec.kind == "checkpoint" for spec in cfg.systems):
         register()  # checkpoints translating --source are loaded in this process
     result = evaluate(cfg)

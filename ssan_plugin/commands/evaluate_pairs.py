@@ -25,7 +25,8 @@ import sys
 from pathlib import Path
 
 from ssan_plugin import register
-from ssan_plugin.cli.arguments import ArgumentParser, int_arg, script_main
+from ssan_plugin.cli.arguments import ArgumentParser, add_overwrite, int_arg, script_main
+from ssan_plugin.cli.files import Input, guard_outputs, output_file
 
 PROG = "evaluate_pairs.py"
 
@@ -56,14 +57,33 @@ def main(argv=None):
     parser.add_argument("--bootstrap-samples", type=int_arg(1), default=1000)
     parser.add_argument("--seed", type=int, default=12345, help="bootstrap seed")
     parser.add_argument("--cpu", action="store_true", help="predict on CPU even with a GPU")
+    add_overwrite(parser, "an existing --json or predictions file")
     args = parser.parse_args(argv)
+    if args.pred and args.predictions:
+        parser.error("--predictions writes the predictions of checkpoints; with --pred they "
+                     "are the inputs")
 
-    from ssan_plugin.pairs.evaluate import evaluate_checkpoints, evaluate_predictions, report
+    from ssan_plugin.pairs.evaluate import (
+        evaluate_checkpoints,
+        evaluate_predictions,
+        predictions_path,
+        report,
+    )
 
+    systems = args.pred or args.checkpoint
+    option = "--pred" if args.pred else "--checkpoint"
+    names = [name for name, _ in systems]
+    if len(set(names)) != len(names):
+        parser.error(f"argument {option}: system names repeat: {', '.join(names)}")
+    outputs = [output_file("--json", args.json)]
+    if args.predictions:
+        outputs += [output_file("--predictions", predictions_path(args.predictions, name,
+                                                                  len(systems) > 1))
+                    for name, _ in systems]
+    guard_outputs(outputs, [Input("--data", args.data)] +
+                  [Input(option, path, f"{option} {name}={path}") for name, path in systems],
+                  args.overwrite)
     if args.pred:
-        if args.predictions:
-            parser.error("--predictions writes the predictions of checkpoints; with --pred they "
-                         "are the inputs")
         result = evaluate_predictions(args.data, args.pred, args.subset, args.json,
                                       args.bootstrap_samples, args.seed)
     else:

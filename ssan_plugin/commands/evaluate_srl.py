@@ -35,7 +35,14 @@ import argparse
 import sys
 
 from ssan_plugin import register
-from ssan_plugin.cli.arguments import ArgumentParser, int_arg, positive_int, script_main
+from ssan_plugin.cli.arguments import (
+    ArgumentParser,
+    add_overwrite,
+    int_arg,
+    positive_int,
+    script_main,
+)
+from ssan_plugin.cli.files import Input, guard_outputs, output_file
 
 CHECKPOINT_ONLY = ("data", "subset", "batch_size", "cpu")
 COMPARE_ONLY = ("bootstrap_samples", "seed")
@@ -68,6 +75,8 @@ def main(argv=None):
                         help="compare: paired bootstrap resamples (default: 1000)")
     parser.add_argument("--seed", type=int, default=None,
                         help="compare: bootstrap seed (default: 12345)")
+    add_overwrite(parser, "existing output files (decode: --gold-props, --pred-props, --json; "
+                          "compare: --json)")
     args = parser.parse_args(argv)
 
     if args.checkpoint is not None:
@@ -91,6 +100,13 @@ def _decode(parser, args):
     wrong = [_option(d) for d in COMPARE_ONLY if getattr(args, d) is not None]
     if wrong:
         parser.error(f"argument {wrong[0]}: only when comparing props files (no --checkpoint)")
+    # the gold and predicted props written here never replace the data's own gold props (a
+    # file of --data) nor each other (the predictions would be scored against themselves)
+    guard_outputs([output_file("--gold-props", args.gold_props),
+                   output_file("--pred-props", args.pred_props[0]),
+                   output_file("--json", args.json)],
+                  [Input("--data", args.data), Input("--checkpoint", args.checkpoint)],
+                  args.overwrite)
     from ssan_plugin.srl.evaluate import evaluate_checkpoint
 
     register()
@@ -119,6 +135,10 @@ def _compare(parser, args):
             systems.append(parse_system(text))
         except ValueError as err:
             parser.error(f"argument --pred-props: {err}")
+    guard_outputs([args.json and output_file("--json", args.json)],
+                  [Input("--gold-props", args.gold_props)] +
+                  [Input("--pred-props", path, f"--pred-props {name}={path}")
+                   for name, path in systems], args.overwrite)
     report = compare_props(args.gold_props, systems,
                            args.bootstrap_samples or DEFAULT_BOOTSTRAP_SAMPLES,
                            DEFAULT_SEED if args.seed is None else args.seed, args.json)

@@ -6,7 +6,8 @@ examples/analysis/README.md."""
 import sys
 
 from ssan_plugin.analysis.inputs import add_model_args
-from ssan_plugin.cli.arguments import ArgumentParser, script_main
+from ssan_plugin.cli.arguments import ArgumentParser, add_overwrite, script_main
+from ssan_plugin.cli.files import Input, guard_outputs, output_file
 
 
 PROG = "induce_trees.py"
@@ -19,7 +20,11 @@ def main(argv=None) -> int:
     add_model_args(parser)
     parser.add_argument("--conll", required=True, help="CoNLL-2012 *_conll file with parse bits")
     parser.add_argument("--json", required=True, help="output JSON")
+    add_overwrite(parser, "an existing --json")
     args = parser.parse_args(argv)
+    guard_outputs([output_file("--json", args.json)],
+                  [Input("--data", args.data), Input("--checkpoint", args.checkpoint),
+                   Input("--conll", args.conll)], args.overwrite)
     from ssan_plugin.analysis.inputs import AnalysisInput
     from ssan_plugin.analysis.tools import induce_trees, write_json
 

@@ -5,7 +5,8 @@ See examples/analysis/README.md."""
 
 import sys
 
-from ssan_plugin.cli.arguments import ArgumentParser, script_main
+from ssan_plugin.cli.arguments import ArgumentParser, add_overwrite, script_main
+from ssan_plugin.cli.files import Input, guard_outputs, output_file
 from ssan_plugin.translation.textio import PipelineError
 
 PROG = "make_probing_data.py"
@@ -22,6 +23,7 @@ def main(argv=None) -> int:
     parser.add_argument("--conll", help="tree_depth, top_constituent: CoNLL-2012 file with parse bits")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", required=True, help="output probing file")
+    add_overwrite(parser, "an existing --out")
     args = parser.parse_args(argv)
     from pathlib import Path
 
@@ -30,6 +32,9 @@ def main(argv=None) -> int:
 
     if args.task not in TASKS:
         raise PipelineError(f"unknown probing task {args.task!r} (choose from {', '.join(TASKS)})")
+    # --input may be a folder (wrd): every file in it is an input
+    guard_outputs([output_file("--out", args.out)],
+                  [Input("--input", args.input), Input("--conll", args.conll)], args.overwrite)
     if args.task in ("bigram_shift", "wrd"):
         if args.input is None:
             raise PipelineError(f"--task {args.task} needs --input")

@@ -25,8 +25,9 @@ from ssan_plugin.cli.arguments import (
     script_main,
     setup_logging,
 )
-from ssan_plugin.pairs.corpus import FORMATS
-from ssan_plugin.pairs.prepare import TOKENS, PairPrepareConfig, prepare
+from ssan_plugin.cli.files import Input, guard_outputs, output_dir
+from ssan_plugin.pairs.corpus import FORMATS, spec_paths
+from ssan_plugin.pairs.prepare import TOKENS, PairPrepareConfig, own_files, prepare
 
 PROG = "prepare_pairs.py"
 
@@ -51,8 +52,23 @@ def parse_args(argv):
                     help="the text is already tokenised (auto: detect); not re-tokenised then")
     ap.add_argument("--threads", type=int_arg(1), default=1)
     ap.add_argument("--workers", type=int_arg(1), default=1)
-    ap.add_argument("--overwrite", action="store_true", help="allow a non-empty --dest")
+    ap.add_argument("--overwrite", action="store_true",
+                    help="prepare into a non-empty --dest: the files a preparation writes there "
+                         "are removed first (once the inputs are checked), other files are kept")
     return ap.parse_args(argv)
+
+
+def inputs(args):
+    """The files the splits read (a malformed spec is left to the preparation's own message)
+    and the translation data-bin."""
+    found = [Input("--translation-data", args.translation_data)]
+    for split in ("train", "valid", "test"):
+        try:
+            paths = spec_paths(args.format, getattr(args, split))
+        except Exception:  # noqa: BLE001  (reported, with the file, when the split is read)
+            paths = []
+        found += [Input(f"--{split}", path) for path in paths]
+    return found
 
 
 @script_main(prog=PROG)
@@ -60,6 +76,8 @@ def main(argv=None):
     setup_logging()
     args = parse_args(argv)
     command = shlex.join([sys.argv[0]] + (sys.argv[1:] if argv is None else list(argv)))
+    guard_outputs([output_dir("--dest", args.dest, writes=set(own_files()))], inputs(args),
+                  args.overwrite)
     values = vars(args)
     values["translation_data"] = str(args.translation_data) if args.translation_data else None
     manifest = prepare(PairPrepareConfig(command=command, **values))

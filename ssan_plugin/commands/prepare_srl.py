@@ -19,11 +19,23 @@ conversion is ssan_plugin.srl.binarize.
 """
 
 import argparse
+import os
 import sys
 
 from ssan_plugin.cli.arguments import ArgumentParser, positive_int, script_main
-from ssan_plugin.cli.files import check_output_dir
-from ssan_plugin.srl.binarize import FORMATS, prepare
+from ssan_plugin.cli.files import Input, guard_outputs, output_dir
+from ssan_plugin.srl.binarize import FORMATS, own_files, prepare
+
+
+def input_files(fmt: str, spec: str):
+    """The files a split spec may read: a CoNLL-2012 file; CoNLL-2005 ``P.words`` and
+    ``P.props`` (each maybe ``.gz``) or ``WORDS,PROPS``."""
+    if fmt != "conll2005":
+        return [spec]
+    if "," in spec:
+        return spec.split(",", 1)
+    return [f"{spec}.{kind}{gz}" for kind in ("words", "props") for gz in ("", ".gz")
+            if os.path.exists(f"{spec}.{kind}{gz}")]
 
 
 @script_main
@@ -37,12 +49,18 @@ def main(argv=None):
     parser.add_argument("--dest", required=True, metavar="DIR")
     parser.add_argument("--word-threshold", type=positive_int, default=1, metavar="N",
                         help="keep training words seen at least N times (default 1)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="prepare into a non-empty --dest: the files a preparation writes "
+                             "there (every split's) are removed first, once the inputs are "
+                             "read; other files are kept")
     args = parser.parse_args(argv)
 
     splits = {name: getattr(args, name) for name in ("train", "valid", "test")
               if getattr(args, name)}
-    check_output_dir(args.dest, "--dest")
-    manifest = prepare(args.format, splits, args.dest, args.word_threshold)
+    guard_outputs([output_dir("--dest", args.dest, writes=set(own_files()))],
+                  [Input(f"--{name}", path) for name, spec in splits.items()
+                   for path in input_files(args.format, spec)], args.overwrite)
+    manifest = prepare(args.format, splits, args.dest, args.word_threshold, args.overwrite)
     for name, stats in manifest["splits"].items():
         print(f"{name}: {stats['sentences']} sentences, {stats['instances']} instances, "
               f"{stats['instance_tokens']} instance tokens, {stats['unknown_word_tokens']} unknown words, "

@@ -23,8 +23,14 @@ from ssan_plugin.cli.arguments import (
     script_main,
     setup_logging,
 )
-from ssan_plugin.cli.files import check_output_dir
-from ssan_plugin.translation.prepare import DEFAULT_MAX_POSITIONS, PrepareConfig, prepare
+from ssan_plugin.cli.files import Input, guard_outputs, output_dir
+from ssan_plugin.translation.prepare import (
+    DEFAULT_MAX_POSITIONS,
+    PrepareConfig,
+    dest_files,
+    prepare,
+    split_files,
+)
 
 
 def parse_args(argv=None):
@@ -63,7 +69,10 @@ def parse_args(argv=None):
     ap.add_argument("--threads", type=positive_int, default=1,
                     help="sentencepiece training threads")
     ap.add_argument("--workers", type=positive_int, default=1, help="fairseq-preprocess workers")
-    ap.add_argument("--overwrite", action="store_true", help="allow a non-empty --dest")
+    ap.add_argument("--overwrite", action="store_true",
+                    help="prepare into a non-empty --dest: the files an earlier preparation "
+                         "wrote there (per its manifest.json) and those this one writes are "
+                         "removed first, once every input is checked; other files are kept")
     return ap.parse_args(argv)
 
 
@@ -80,9 +89,11 @@ def too_long_note(counts, max_positions):
 def main(argv=None):
     setup_logging()
     args = parse_args(argv)
-    check_output_dir(args.dest, "--dest")
     command = shlex.join([sys.argv[0]] + (sys.argv[1:] if argv is None else list(argv)))
     cfg = PrepareConfig(command=command, **vars(args))
+    guard_outputs([output_dir("--dest", cfg.dest, writes=set(dest_files(cfg)))],
+                  [Input(f"--{split}", path) for split, sides in split_files(cfg).items()
+                   for path in sides.values()], cfg.overwrite)
     manifest = prepare(cfg)
     c = manifest["counts"]
     print(f"prepared {cfg.dest}: train {c['train']['kept']}/{c['train']['input']} pairs kept "

@@ -6,7 +6,8 @@ interval and the majority baseline of the test part. See examples/analysis/READM
 import sys
 
 from ssan_plugin.analysis.inputs import add_model_args
-from ssan_plugin.cli.arguments import ArgumentParser, script_main
+from ssan_plugin.cli.arguments import ArgumentParser, add_overwrite, script_main
+from ssan_plugin.cli.files import Input, guard_outputs, output_file
 from ssan_plugin.translation.textio import PipelineError
 
 PROG = "probe.py"
@@ -27,9 +28,13 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--wrd-target", choices=("inserted", "original", "pair"), default="inserted",
                         help="wrd: predict the moved word's position, its original slot, or both")
+    add_overwrite(parser, "an existing --json")
     args = parser.parse_args(argv)
     if args.task not in TASKS:
         raise PipelineError(f"unknown probing task {args.task!r} (choose from {', '.join(TASKS)})")
+    guard_outputs([output_file("--json", args.json)],
+                  [Input("--data", args.data), Input("--checkpoint", args.checkpoint),
+                   Input("--probing-file", args.probing_file)], args.overwrite)
     from ssan_plugin.analysis.inputs import AnalysisInput
     from ssan_plugin.analysis.tools import probe, write_json
 

@@ -6,14 +6,18 @@
 
 Kill it at any time and start it again: finished runs are skipped, a killed training resumes
 from its last checkpoint. Pooled tables per study and pair are rewritten in OUT/results/ as
-seeds finish. See ssan_plugin/experiments.py for the plan format and the steps.
+seeds finish. See ssan_plugin/experiments/runner.py for the plan format and the steps.
 """
 
 import argparse
 import sys
 
 from ssan_plugin.cli.arguments import ArgumentParser, input_file_arg, positive_int, script_main
+from ssan_plugin.cli.files import Input, guard_outputs, output_dir
 from ssan_plugin.experiments.runner import Plan, Runner
+
+#: what the runner writes at the top of OUT, besides one folder per study
+TOP_LEVEL = ("data", "logs", "results", "runs.jsonl", ".lock")
 
 
 @script_main(prog="run_experiments.py")
@@ -28,7 +32,14 @@ def main(argv=None):
     ap.add_argument("--status", action="store_true", help="print each run's state and exit")
     ap.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     args = ap.parse_args(argv)
-    runner = Runner(Plan.load(args.plan), args.out, dry_run=args.dry_run)
+    plan = Plan.load(args.plan)
+    # OUT is designed to be added to (a run resumes where it stopped): it may hold earlier
+    # work; the plan may not sit where the runner writes
+    written = set(TOP_LEVEL) | {study.name for study in plan.studies}
+    guard_outputs([output_dir("--out", args.out, adds=True,
+                              writes=lambda relative: relative.split("/")[0] in written)],
+                  [Input("--plan", args.plan)], create_parents=not (args.status or args.dry_run))
+    runner = Runner(plan, args.out, dry_run=args.dry_run)
     if args.status:
         rows = runner.status()
         for row in rows:

@@ -5,7 +5,8 @@ layer, the selection rate of keys and of queries by POS tag and for content vs f
 import sys
 
 from ssan_plugin.analysis.inputs import add_model_args
-from ssan_plugin.cli.arguments import ArgumentParser, script_main
+from ssan_plugin.cli.arguments import ArgumentParser, add_overwrite, script_main
+from ssan_plugin.cli.files import Input, guard_outputs, output_file
 
 
 PROG = "selection_stats.py"
@@ -19,7 +20,11 @@ def main(argv=None) -> int:
     parser.add_argument("--conll", required=True, help="CoNLL-2012 *_conll file (words, POS)")
     parser.add_argument("--json", required=True, help="output JSON")
     parser.add_argument("--png", help="output figure (content vs function, rate vs distance)")
+    add_overwrite(parser, "an existing --json or --png")
     args = parser.parse_args(argv)
+    guard_outputs([output_file("--json", args.json), args.png and output_file("--png", args.png)],
+                  [Input("--data", args.data), Input("--checkpoint", args.checkpoint),
+                   Input("--conll", args.conll)], args.overwrite)
     from ssan_plugin.analysis.inputs import AnalysisInput
     from ssan_plugin.analysis.tools import selection_stats, write_json
     from ssan_plugin.analysis.word_classes import plot_word_class_stats

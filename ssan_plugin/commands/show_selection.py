@@ -3,14 +3,23 @@ one of the attention weights, axes labelled with the pieces, and a JSON with, pe
 head, the pieces, the 0/1 selection and the attention matrix (ReSA: selected heads and
 dependents). See examples/analysis/README.md."""
 
+import re
 import sys
+from pathlib import Path
 
 from ssan_plugin.analysis.inputs import add_model_args
-from ssan_plugin.cli.arguments import ArgumentParser, script_main
+from ssan_plugin.cli.arguments import ArgumentParser, add_overwrite, script_main
+from ssan_plugin.cli.files import Input, guard_outputs, output_dir, remove_own_files
 from ssan_plugin.translation.textio import PipelineError
 
 PROG = "show_selection.py"
 
+#: the files show_selection writes in --out (sentence K, 1-based)
+OWN_FILE = re.compile(r"sent\d+(\.json|_selection\.png|_attention\.png)")
+
+
+def own_file(relative: str) -> bool:
+    return OWN_FILE.fullmatch(relative) is not None
 
 
 @script_main(prog=PROG)
@@ -21,7 +30,12 @@ def main(argv=None) -> int:
     source.add_argument("--sentence", help="one raw sentence")
     source.add_argument("--input", help="raw text file, one sentence a line")
     parser.add_argument("--out", required=True, help="output directory")
+    add_overwrite(parser, "the maps of a non-empty --out (its sentK.json / sentK_*.png files "
+                          "are removed first; other files are kept)")
     args = parser.parse_args(argv)
+    guard_outputs([output_dir("--out", args.out, writes=own_file)],
+                  [Input("--data", args.data), Input("--checkpoint", args.checkpoint),
+                   Input("--input", args.input)], args.overwrite)
     from ssan_plugin.analysis.inputs import AnalysisInput
     from ssan_plugin.analysis.tools import show_selection
     from ssan_plugin.translation.textio import read_lines
@@ -29,7 +43,12 @@ def main(argv=None) -> int:
     lines = [args.sentence] if args.sentence is not None else read_lines(args.input)
     if not lines:
         raise PipelineError(f"{args.input}: empty input (no sentence)")
-    written = show_selection(AnalysisInput(args.data, args.checkpoint), lines, args.out)
+    model = AnalysisInput(args.data, args.checkpoint)
+    model.encode_lines(lines)  # every sentence checked before an earlier map is removed
+    out = Path(args.out)
+    if out.is_dir():  # --overwrite: the maps of an earlier run go, other files stay
+        remove_own_files(out, [p.name for p in out.iterdir() if own_file(p.name)])
+    written = show_selection(model, lines, args.out)
     print(f"{PROG}: {len(lines)} sentence(s), {len(written)} files in {args.out}", file=sys.stderr)
     return 0
 

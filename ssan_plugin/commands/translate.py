@@ -23,6 +23,8 @@ import sys
 from ssan_plugin import register
 from ssan_plugin.cli.arguments import (
     ArgumentParser,
+    add_overwrite,
+    check_decoding_limits,
     finite_float,
     input_file_arg,
     nonnegative_float,
@@ -31,7 +33,7 @@ from ssan_plugin.cli.arguments import (
     script_main,
     setup_logging,
 )
-from ssan_plugin.cli.files import check_output_file, read_bytes
+from ssan_plugin.cli.files import Input, guard_outputs, output_file, read_bytes
 from ssan_plugin.translation.textio import split_lines
 from ssan_plugin.translation.translator import TOO_LONG, TranslateOptions, Translator
 
@@ -62,7 +64,10 @@ def parse_args(argv=None):
                     help="do not compare the dictionaries of the data dir recorded in the "
                          "checkpoint with --data's (embedding sizes are always compared)")
     ap.add_argument("--quiet", action="store_true", help="only warnings and errors on stderr")
-    return ap.parse_args(argv)
+    add_overwrite(ap, "an existing --output")
+    args = ap.parse_args(argv)
+    check_decoding_limits(ap, args.max_len_a, args.max_len_b)
+    return args
 
 
 def read_input(path):
@@ -75,8 +80,9 @@ def read_input(path):
 def main(argv=None):
     args = parse_args(argv)
     setup_logging(logging.WARNING if args.quiet else logging.INFO)
-    if args.output:
-        check_output_file(args.output, "--output")
+    guard_outputs([args.output and output_file("--output", args.output)],
+                  [Input("--input", args.input), Input("--data", args.data),
+                   Input("--checkpoint", args.checkpoint)], args.overwrite)
     lines, crlf = read_input(args.input)
     if crlf:
         print(f"translate.py: {crlf} of {len(lines)} input lines ended in \\r\\n (CRLF): "

@@ -14,9 +14,15 @@ here). See ssan_plugin/warm_start.py.
 import argparse
 import sys
 
-from ssan_plugin.cli.arguments import ArgumentParser, input_dir_arg, script_main, setup_logging
+from ssan_plugin.cli.arguments import (
+    ArgumentParser,
+    add_overwrite,
+    input_dir_arg,
+    script_main,
+    setup_logging,
+)
 from ssan_plugin.cli.errors import InputError
-from ssan_plugin.cli.files import check_output_file
+from ssan_plugin.cli.files import Input, guard_outputs, output_file
 from ssan_plugin.cli.checkpoints import load_checkpoint
 
 
@@ -35,10 +41,12 @@ def main(argv=None):
                     help="the criterion the continued training will use")
     ap.add_argument("--data", type=input_dir_arg,
                     help="data-bin (default: the one recorded in the base checkpoint)")
+    add_overwrite(ap, "an existing --out (e.g. a run's checkpoint_last.pt)")
     args = ap.parse_args(argv)
     setup_logging(fmt="%(levelname)s | %(message)s")
-    load_checkpoint(args.base, expect_task="translation", what="--base")  # checked first
-    check_output_file(args.out, "--out")
+    guard_outputs([output_file("--out", args.out)],
+                  [Input("--base", args.base), Input("--data", args.data)], args.overwrite)
+    load_checkpoint(args.base, expect_task="translation", what="--base")  # before any work
     from ssan_plugin.warm_start import WarmStartError, continue_as_variant
 
     try:

@@ -61,6 +61,47 @@ def fill_blocks(text: str, blocks: Dict[str, str]) -> str:
     return _BLOCK.sub(replace, text)
 
 
+# --------------------------------------------------------------------------- archives
+def _archive_json(path: Path):
+    """The JSON of an archived file; ResultsError naming the file when it cannot be read or
+    parsed (a truncated or hand-edited archive)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise ResultsError(f"{path} cannot be read: {err}") from None
+    try:
+        return json.loads(text)
+    except ValueError as err:
+        raise ResultsError(f"{path} is not valid JSON ({err})") from None
+
+
+def _archived(path: Path, *keys, number: bool = True, data=None):
+    """``data`` (default: the JSON of ``path``) at ``keys`` (object keys and list indices),
+    checked: every key present and, with ``number``, a finite-or-not number (not a bool);
+    ResultsError naming the file and the key otherwise."""
+    value = _archive_json(path) if data is None else data
+    walked = []
+    for key in keys:
+        walked.append(str(key))
+        present = (isinstance(value, list) and -len(value) <= key < len(value)
+                   if isinstance(key, int) else isinstance(value, dict) and key in value)
+        if not present:
+            raise ResultsError(f"{path}: key {'.'.join(walked)!r} is missing")
+        value = value[key]
+    if number and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        raise ResultsError(f"{path}: key {'.'.join(walked)!r} must be a number, found "
+                           f"{value!r}")
+    return value
+
+
+def _archived_record(path: Path, number: int, record, key: str) -> float:
+    """``record[key]`` of line ``number`` of a JSON-lines archive, as a number."""
+    try:
+        return float(record[key])
+    except (KeyError, TypeError, ValueError):
+        raise ResultsError(f"{path}:{number}: key {key!r} missing or not a number") from None
+
+
 # --------------------------------------------------------------------------- comparisons
 @dataclass
 class Comparison:
@@ -190,7 +231,7 @@ def run_stats(run_dir: Path, hyp_name: str, ref: Path, tgt: str) -> np.ndarray:
     if len(hyps) != n:
         raise ResultsError(f"{run_dir}: {len(hyps)} hypotheses for {n} references")
     stats = stats_of(hyps)
-    recorded = json.loads((run_dir / "test.json").read_text(encoding="utf-8"))["systems"][0]["bleu"]
+    recorded = _archived(run_dir / "test.json", "systems", 0, "bleu")
     computed = score(stats.sum(0))
     if abs(recorded - computed) > 1e-6:
         raise ResultsError(f"{run_dir}: BLEU {computed:.4f} recomputed, {recorded:.4f} archived")
@@ -256,18 +297,34 @@ def translation_comparisons(plan, table: str, n_samples: int = 1000,
 # --------------------------------------------------------------------------- stability
 def _curve(run_dir: Path) -> List[dict]:
     path = run_dir / "curve.jsonl"
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise ResultsError(f"{path} cannot be read: {err}") from None
+    records = []
+    for number, line in enumerate(lines, 1):
+        if not line:
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as err:
+            raise ResultsError(f"{path}:{number} is not valid JSON ({err})") from None
+        if not isinstance(record, dict):
+            raise ResultsError(f"{path}:{number}: expected a JSON object")
+        records.append(record)
+    return records
 
 
 def first_validation(run_dir: Path) -> Dict[str, float]:
     """The first validation record of a run: ``update``, ``loss`` and the per-layer selection
     rates ``sel_0``, ``sel_1``, ... (absent for a run without selection)."""
-    for record in _curve(run_dir):
+    path = run_dir / "curve.jsonl"
+    for number, record in enumerate(_curve(run_dir), 1):
         if record.get("kind") == "valid":
-            out = {"update": int(float(record["valid_num_updates"])),
-                   "loss": float(record["valid_loss"])}
-            out.update({k[len("valid_"):]: float(v) for k, v in record.items()
-                        if re.fullmatch(r"valid_sel_\d+", k)})
+            out = {"update": int(_archived_record(path, number, record, "valid_num_updates")),
+                   "loss": _archived_record(path, number, record, "valid_loss")}
+            out.update({k[len("valid_"):]: _archived_record(path, number, record, k)
+                        for k in record if re.fullmatch(r"valid_sel_\d+", k)})
             return out
     raise ResultsError(f"{run_dir}: no validation record in curve.jsonl")
 
@@ -299,11 +356,15 @@ def seed_spreads(plan, study: str, pair: str) -> List[SeedSpread]:
         bleu, loss, sel, gnorm = [], [], [], []
         for s in seeds:
             d = by_seed[s]
-            bleu.append(json.loads((d / "test.json").read_text())["systems"][0]["bleu"])
-            loss.append(json.loads((d / "train.json").read_text())["best_valid_loss"])
+            bleu.append(_archived(d / "test.json", "systems", 0, "bleu"))
+            loss.append(_archived(d / "train.json", "best_valid_loss"))
             sel.append(first_validation(d))
-            gnorm.append(max(float(r["gnorm"]) for r in _curve(d)
-                             if r.get("kind") != "valid" and "gnorm" in r))
+            norms = [_archived_record(d / "curve.jsonl", k, r, "gnorm")
+                     for k, r in enumerate(_curve(d), 1)
+                     if r.get("kind") != "valid" and "gnorm" in r]
+            if not norms:
+                raise ResultsError(f"{d / 'curve.jsonl'}: no training record with 'gnorm'")
+            gnorm.append(max(norms))
         out.append(SeedSpread(system, seeds, bleu, loss, sel, gnorm))
     return out
 
@@ -350,11 +411,14 @@ def runs_table(plan) -> str:
             tgt = plan.pairs[pair].tgt
             for system in study.systems:
                 for seed, d in sorted(by_system.get(system, {}).items()):
-                    entry = json.loads((d / "test.json").read_text())["systems"][0]
-                    summary = json.loads((d / "train.json").read_text())
+                    test = _archive_json(d / "test.json")
+                    entry = {key: _archived(d / "test.json", "systems", 0, key, data=test)
+                             for key in ("bleu", "chrf")}
+                    summary = _archive_json(d / "train.json")
+                    _archived(d / "train.json", "best_valid_loss", data=summary)
                     delta = p = ""
                     if system != base_name and seed in base:
-                        b = json.loads((base[seed] / "test.json").read_text())["systems"][0]
+                        b = {"bleu": _archived(base[seed] / "test.json", "systems", 0, "bleu")}
                         delta = f"{entry['bleu'] - b['bleu']:+.2f}"
                         ref = _reference(plan.pairs[pair])
                         result = paired_bootstrap(

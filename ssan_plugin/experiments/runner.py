@@ -493,7 +493,7 @@ class Runner:
                "--ref", Path(run.pair.raw) / f"test.{run.pair.tgt}",
                "--system", f"{run.system.name}@{run.seed}={save / 'checkpoint_best.pt'}",
                "--beam", str(self.plan.beam), *self.plan.decode, "--json", report,
-               "--hyp-dir", save]
+               "--hyp-dir", save, "--overwrite"]  # a decoding stopped half-way is redone
         print(f"[decode] {run.key}", flush=True)
         self._child(cmd, save / "decode.log")
         return hyp
@@ -515,7 +515,7 @@ class Runner:
         out_json.parent.mkdir(parents=True, exist_ok=True)
         cmd = [self.python, "-m", "ssan_plugin.commands.evaluate_bleu", "--data", data,
                "--ref", Path(pair.raw) / f"test.{pair.tgt}", "--json", out_json,
-               "--hyp-dir", out_json.parent]
+               "--hyp-dir", out_json.parent, "--overwrite"]  # the table, rewritten as runs finish
         for h in hyps:
             cmd += ["--hyp", h]
         log = self.results_path(study, pair, "log")

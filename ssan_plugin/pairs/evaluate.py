@@ -23,6 +23,7 @@ metric compared by a paired bootstrap that draws the same pairs for every seed, 
 fixed (``p_value``, a sentence-level p; ``metrics.compare_groups``).
 """
 
+import csv
 import json
 import math
 import os
@@ -33,8 +34,8 @@ from typing import Dict, List, Sequence, Tuple
 import torch
 from fairseq import checkpoint_utils, utils
 
-from ..cli.errors import InputError
-from ..cli.files import check_input_dir, check_output_file, read_text
+from ..cli.errors import InputError, one_line
+from ..cli.files import Input, check_input_dir, guard_outputs, output_file, read_text
 from ..cli.checkpoints import load_checkpoint
 from ..stats.seed_groups import group_order, has_groups, parse_member, seed_level_cells, verdict
 from ..stats.significance import holm
@@ -65,14 +66,37 @@ def check_subset(data: str, subset: str) -> None:
                               f"{', '.join(prepared) or 'none (not a prepare_pairs.py directory)'}")
 
 
+def check_dictionary(state: dict, checkpoint: str, data: str) -> None:
+    """The checkpoint's word embedding has one row per entry of ``data``'s dictionary;
+    EvaluationError naming both sizes otherwise (a model trained on another data directory)."""
+    from fairseq.data import Dictionary
+
+    weight = state["model"].get("encoder.embed_tokens.weight")
+    path = datadir.dict_path(data)
+    if weight is None or not os.path.isfile(path):
+        return
+    try:
+        size = len(Dictionary.load(path))
+    except Exception as err:  # a damaged dictionary file: fairseq raises several types
+        raise EvaluationError(f"{path}: not a fairseq dictionary ({type(err).__name__}: "
+                              f"{err})") from None
+    if weight.shape[0] != size:
+        raise EvaluationError(f"--checkpoint {checkpoint} was trained on another dictionary: "
+                              f"expected a word embedding of {size} rows ({path}, with the 4 "
+                              f"special symbols), found {weight.shape[0]}; evaluate it on the "
+                              f"data directory it was trained on")
+
+
 def load_pair_checkpoint(checkpoint: str, data: str, cpu: bool = False):
     """(model in eval mode, task on ``data``, on CUDA?); EvaluationError for a checkpoint that is
-    missing, unsafe, truncated or not of task ``sentence_pair``."""
+    missing, unsafe, truncated, not of task ``sentence_pair`` or trained on another
+    dictionary."""
     try:
-        load_checkpoint(checkpoint, expect_task="sentence_pair", expect_arch="pair_classifier*",
-                        what="--checkpoint")
+        state = load_checkpoint(checkpoint, expect_task="sentence_pair",
+                                expect_arch="pair_classifier*", what="--checkpoint")
     except InputError as err:
         raise EvaluationError(str(err)) from None
+    check_dictionary(state, checkpoint, data)
     models, _, task = checkpoint_utils.load_model_ensemble_and_task(
         [checkpoint], arg_overrides={"data": data})
     model = models[0]
@@ -126,15 +150,25 @@ def predictions_path(base: str, name: str, several: bool) -> str:
 def _start(data: str, systems: Sequence[Tuple[str, str]], subset: str, outputs: Sequence[str]):
     """Checks shared by both entry points; returns the subset's gold pairs and their columns."""
     check_subset(data, subset)
-    for path in outputs:
-        try:
-            check_output_file(path)
-        except InputError as err:
-            raise EvaluationError(str(err)) from None
     names = [name for name, _ in systems]
     if len(set(names)) != len(names):
         raise EvaluationError(f"system names repeat: {', '.join(names)}")
-    gold = datadir.read_gold(datadir.gold_path(data, subset))
+    try:  # replacing existing outputs is the caller's choice; an input never
+        guard_outputs([output_file("output", path) for path in outputs],
+                      [Input("--data", data)] + [Input(name, path, f"{name}={path}")
+                                                 for name, path in systems],
+                      overwrite=True, create_parents=False)
+    except InputError as err:
+        raise EvaluationError(str(err)) from None
+    gold_file = datadir.gold_path(data, subset)
+    try:
+        gold = datadir.read_gold(gold_file)
+    except (ValueError, IndexError, csv.Error) as err:  # UnicodeDecodeError: a ValueError
+        text = one_line(err)
+        if gold_file not in text:
+            text = (f"{gold_file}: not a gold file of prepare_pairs.py ({type(err).__name__}: "
+                    f"{text})")
+        raise EvaluationError(f"{text}; prepare the data again") from None
     return gold, {"label": [p.label for p in gold], "score": [p.score for p in gold]}
 
 

@@ -14,7 +14,9 @@ second pipeline: per-language normalisation and Moses tokenisation (``LanguageCo
 Then ``fairseq-preprocess --joined-dictionary`` (with the translation dictionary as
 ``--srcdict`` in ``translation_data`` mode), the gold table per split and ``manifest.json``.
 Every input is read and checked before anything is written; pairs are never filtered or
-reordered. The layout is ``datadir``.
+reordered. The layout is ``datadir``. With ``overwrite``, the files a preparation writes
+(:func:`own_files`) are removed from a non-empty ``dest`` first, once the inputs are checked,
+and nothing else: the directory is rebuilt whole, never mixed with an earlier one.
 """
 
 import json
@@ -27,6 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from ..cli.files import remove_own_files
 from ..translation import pipeline
 from ..translation import prepare as translation_prepare
 from ..translation.languages import LanguageConfig, looks_segmented
@@ -76,6 +79,19 @@ class PairPrepareConfig:
             src="s1", tgt="s2", train=self.train, valid=self.valid, test=self.test,
             dest=self.dest, vocab_size=self.vocab_size, threads=self.threads,
             workers=self.workers, overwrite=self.overwrite)
+
+
+def own_files() -> List[str]:
+    """The files (relative POSIX paths) a preparation writes in dest."""
+    files = [datadir.MANIFEST, f"{translation_prepare.SPM_PREFIX}.model",
+             f"{translation_prepare.SPM_PREFIX}.vocab", "preprocess.log", "dict.s1.txt",
+             "dict.s2.txt", "text/spm_train.txt"]
+    for split in datadir.SPLITS:
+        files.append(f"{split}.gold.tsv")
+        for side in datadir.SIDES:
+            files += [f"text/{split}.{side}", f"{split}.s1-s2.{side}.bin",
+                      f"{split}.s1-s2.{side}.idx"]
+    return files
 
 
 def read_splits(cfg: PairPrepareConfig) -> Dict[str, List[Pair]]:
@@ -147,6 +163,8 @@ def prepare(cfg: PairPrepareConfig) -> dict:
                     raise PipelineError(f"{getattr(cfg, split)}: pair {splits[split][number].pair_id}"
                                         f" ({split}): sentence {side} is empty after normalisation")
 
+    if cfg.overwrite and dest.is_dir():  # every input is checked: the earlier data goes, whole
+        remove_own_files(dest, own_files())
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "text").mkdir(exist_ok=True)
     if cfg.tokens == "spm":

@@ -26,7 +26,7 @@ import torch
 from fairseq.data import Dictionary, indexed_dataset
 
 from ..cli.errors import InputError
-from ..cli.files import check_input_file, check_output_dir
+from ..cli.files import check_input_file, check_output_dir, remove_own_files
 from . import datadir
 from .conll2005 import read_conll2005, resolve_conll2005
 from .conll2012 import read_conll2012
@@ -177,9 +177,23 @@ def write_manifest(dest: str, manifest: dict) -> None:
         f.write("\n")
 
 
-def prepare(fmt: str, splits: Dict[str, str], dest: str, word_threshold: int = 1) -> dict:
+def own_files() -> List[str]:
+    """The files (relative paths) :func:`prepare` writes in a data directory, any split."""
+    files = [datadir.WORD_DICT, datadir.LABEL_DICT, datadir.CHAR_DICT, datadir.MANIFEST]
+    for split in datadir.SPLITS:
+        files += [f"{split}.{name}.{ext}" for name in datadir.INDEXED + (datadir.CHARS,)
+                  for ext in ("bin", "idx")]
+        files += [os.path.basename(datadir.props_path("", split)),
+                  os.path.basename(datadir.instances_path("", split))]
+    return files
+
+
+def prepare(fmt: str, splits: Dict[str, str], dest: str, word_threshold: int = 1,
+            overwrite: bool = False) -> dict:
     """Read every split (``{"train": spec, "valid": spec, ...}``; train required), then write
-    the whole data directory at ``dest``; returns the manifest.
+    the whole data directory at ``dest``; returns the manifest. With ``overwrite``, the files
+    an earlier preparation wrote there (:func:`own_files`, every split) are removed once the
+    inputs are read, nothing else, so that no split of an earlier corpus stays behind.
 
     Raises ``CoNLLFormatError`` or PrepareError before writing anything (``dest`` is checked
     first: not an existing file, writable).
@@ -200,6 +214,8 @@ def prepare(fmt: str, splits: Dict[str, str], dest: str, word_threshold: int = 1
         raise PrepareError(f"{splits['train']} has no predicates") from None
     char_dict = build_char_dictionary(read["train"][0])
 
+    if overwrite and Path(dest).is_dir():
+        remove_own_files(dest, own_files())
     Path(dest).mkdir(parents=True, exist_ok=True)
     word_dict.save(datadir.word_dict_path(dest))
     label_dict.save(datadir.label_dict_path(dest))

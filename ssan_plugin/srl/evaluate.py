@@ -23,7 +23,7 @@ from fairseq import checkpoint_utils, utils
 from fairseq.tasks import TASK_REGISTRY
 
 from ..cli.errors import InputError
-from ..cli.files import check_input_dir, check_output_file
+from ..cli.files import Input, check_input_dir, guard_outputs, output_file
 from ..cli.checkpoints import load_checkpoint
 from . import datadir
 from .brackets import bio_to_brackets
@@ -45,16 +45,44 @@ def _checked(check, *args, **kwargs):
         raise EvaluationError(str(err)) from None
 
 
+def read_manifest(data: str) -> dict:
+    """``data``'s manifest.json ({} when there is none), checked where this module reads it:
+    a JSON object whose ``splits`` (if present) maps split names to objects with an integer
+    ``sentences``. EvaluationError naming the file and the key otherwise."""
+    path = datadir.manifest_path(data)
+    if not os.path.isfile(path):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            manifest = json.load(f)
+    except (ValueError, OSError) as err:  # JSONDecodeError, UnicodeDecodeError
+        raise EvaluationError(f"{path} is not valid JSON ({err}); prepare the data again with "
+                              f"prepare_srl.py") from None
+    if not isinstance(manifest, dict):
+        raise EvaluationError(f"{path}: expected a JSON object, found "
+                              f"{type(manifest).__name__}")
+    splits = manifest.get("splits", {})
+    if not isinstance(splits, dict):
+        raise EvaluationError(f"{path}: key 'splits' must be an object of splits, found "
+                              f"{type(splits).__name__}")
+    for name, record in splits.items():
+        if not isinstance(record, dict):
+            raise EvaluationError(f"{path}: key 'splits.{name}' must be an object, found "
+                                  f"{type(record).__name__}")
+        sentences = record.get("sentences", 0)
+        if isinstance(sentences, bool) or not isinstance(sentences, int) or sentences < 0:
+            raise EvaluationError(f"{path}: key 'splits.{name}.sentences' must be a "
+                                  f"non-negative integer, found {sentences!r}")
+    return manifest
+
+
 def check_subset(data: str, subset: str) -> dict:
     """The manifest's record of ``subset``; EvaluationError if ``data`` has no such prepared
     split (its props, instances table and indexed datasets)."""
     files = [datadir.props_path(data, subset), datadir.instances_path(data, subset)]
     files += [datadir.dataset_prefix(data, subset, name) + ext
               for name in datadir.INDEXED for ext in (".bin", ".idx")]
-    manifest = {}
-    if os.path.isfile(datadir.manifest_path(data)):
-        with open(datadir.manifest_path(data), encoding="utf-8") as f:
-            manifest = _checked(json.load, f)
+    manifest = read_manifest(data)
     missing = [os.path.basename(p) for p in files if not os.path.isfile(p)]
     if missing:
         prepared = ", ".join(manifest.get("splits", {})) or "none found"
@@ -65,7 +93,7 @@ def check_subset(data: str, subset: str) -> dict:
 
 def load_srl_checkpoint(checkpoint: str, data: str, cpu: bool = False):
     """(model in eval mode, SRLTask on ``data``, whether on CUDA); EvaluationError otherwise
-    (ssan_plugin.cli.load_checkpoint's checks: a file, not empty or truncated, safe to load,
+    (ssan_plugin.cli.checkpoints.load_checkpoint's checks: a file, not empty or truncated, safe to load,
     task ``srl`` and an ``srl_tagger*`` architecture). The task class is the one registered as
     ``srl`` (tasks/srl.py registers it; this package sits below tasks/ and never imports it)."""
     if not os.path.exists(data):
@@ -150,9 +178,12 @@ def evaluate_checkpoint(data: str, checkpoint: str, subset: str, gold_props: str
     """Decode ``subset`` of ``data``, write the gold and predicted props files and the JSON
     report (parent folders created); returns (report, result). Every input and output is
     checked before the model is loaded; bad input raises EvaluationError."""
-    for option, path in (("--gold-props", gold_props), ("--pred-props", pred_props),
-                         ("--json", json_path)):
-        _checked(check_output_file, path, option)
+    # existing outputs may be replaced (the command asks for --overwrite); an input never is
+    _checked(guard_outputs, [output_file("--gold-props", gold_props),
+                             output_file("--pred-props", pred_props),
+                             output_file("--json", json_path)],
+             [Input("--data", data), Input("--checkpoint", checkpoint)], overwrite=True,
+             create_parents=False)
     if not os.path.exists(data):
         raise EvaluationError(f"{data} does not exist")
     _checked(check_input_dir, data, "--data")

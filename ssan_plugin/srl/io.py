@@ -1,6 +1,6 @@
 """Opening CoNLL text files: UTF-8, transparently gunzipped when the name ends in ``.gz``.
 
-Reading goes through ``ssan_plugin.cli.read_text``: the file is checked (exists, a regular
+Reading goes through ``ssan_plugin.cli.files.read_text``: the file is checked (exists, a regular
 readable file), a byte-order mark is dropped, invalid UTF-8 is an InputError naming the file,
 line and byte offset."""
 

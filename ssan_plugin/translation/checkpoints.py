@@ -24,7 +24,7 @@ def _task_cfg(state):
 
 
 def load_checkpoint_state(path, expect_task="translation"):
-    """The checkpoint's state, with ssan_plugin.cli.load_checkpoint's checks (safe loading,
+    """The checkpoint's state, with ssan_plugin.cli.checkpoints.load_checkpoint's checks (safe loading,
     a translation checkpoint); PipelineError otherwise."""
     from ..cli.errors import InputError
     from ..cli.checkpoints import load_checkpoint

@@ -99,7 +99,7 @@ def check_systems(cfg: EvalConfig, manifest, n: int):
 
 
 def subset_size(cfg: EvalConfig, manifest) -> int:
-    counts = manifest["counts"]
+    counts = manifest.get("counts", {})
     if cfg.subset not in counts:
         raise PipelineError(f"--subset must be one of {sorted(counts)}, got {cfg.subset!r}")
     src, tgt = manifest["src"], manifest["tgt"]

@@ -75,15 +75,96 @@ def decode_pieces(lang_config: LanguageConfig, sp, pieces: Iterable[str]) -> Lis
     return [lang_config.detokenise(sp.decode_pieces(p.split())) for p in pieces]
 
 
+_LANGUAGE_FIELDS = {"lang": str, "kind": str, "segmented": bool, "moses_tokenized": bool,
+                    "romanian_remove_diacritics": bool, "aggressive_dash_splits": bool}
+_LANGUAGE_OPTIONAL = ("romanian_remove_diacritics", "aggressive_dash_splits")
+
+
+def _type_name(value) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+            int: "an integer", float: "a number", type(None): "null"}.get(type(value),
+                                                                         type(value).__name__)
+
+
+def check_manifest(manifest, path) -> dict:
+    """The manifest of a prepared data-bin, checked where the project reads it (types and
+    required keys: ``src``, ``tgt``, ``languages.LANG``, ``sentencepiece.model``; where
+    present, ``counts.SPLIT.kept`` and ``inputs.SPLIT.LANG.{path,sha256}``); PipelineError
+    naming the file and the key otherwise."""
+    again = "prepare the data-bin again with ssan-prepare-translation"
+
+    def fail(key, expected, value):
+        found = "missing" if value is _MISSING else f"found {_type_name(value)}"
+        raise PipelineError(f"{path}: key {key!r} must be {expected}, {found}; {again}")
+
+    def need(container, key, kind, expected, dotted):
+        value = container.get(key, _MISSING) if isinstance(container, dict) else _MISSING
+        ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+        if not ok:
+            fail(dotted, expected, value)
+        return value
+
+    if not isinstance(manifest, dict):
+        raise PipelineError(f"{path}: expected a JSON object, found {_type_name(manifest)}; "
+                            f"{again}")
+    langs = [need(manifest, side, str, "a language code (a string)", side)
+             for side in ("src", "tgt")]
+    languages = need(manifest, "languages", dict, "an object", "languages")
+    for lang in langs:
+        record = need(languages, lang, dict, "an object", f"languages.{lang}")
+        for field, kind in _LANGUAGE_FIELDS.items():
+            if field in _LANGUAGE_OPTIONAL and field not in record:
+                continue
+            need(record, field, kind, _type_name(kind()), f"languages.{lang}.{field}")
+        unknown = sorted(set(record) - set(_LANGUAGE_FIELDS))
+        if unknown:
+            raise PipelineError(f"{path}: key 'languages.{lang}' has unknown fields "
+                                f"{', '.join(unknown)}; {again}")
+    spm = need(manifest, "sentencepiece", dict, "an object", "sentencepiece")
+    need(spm, "model", str, "a path (a string)", "sentencepiece.model")
+    counts = manifest.get("counts", {})  # read by evaluation only (evaluate.subset_size)
+    if not isinstance(counts, dict):
+        fail("counts", "an object", counts)
+    for split in counts:
+        kept = need(counts, split, dict, "an object", f"counts.{split}")
+        value = need(kept, "kept", int, "an integer", f"counts.{split}.kept")
+        if value < 0:
+            fail(f"counts.{split}.kept", "a non-negative integer", value)
+    inputs = manifest.get("inputs", {})
+    if not isinstance(inputs, dict):
+        fail("inputs", "an object", inputs)
+    for split, sides in inputs.items():
+        need(inputs, split, dict, "an object", f"inputs.{split}")
+        for lang, record in sides.items():
+            need(sides, lang, dict, "an object", f"inputs.{split}.{lang}")
+            for key in ("path", "sha256"):
+                need(record, key, str, "a string", f"inputs.{split}.{lang}.{key}")
+    return manifest
+
+
+_MISSING = object()
+
+
 def load_manifest(data_dir) -> dict:
+    """``DATA_DIR/manifest.json``, read and checked (:func:`check_manifest`); PipelineError,
+    one line naming the file (and the key), for a missing, unreadable, truncated or wrongly
+    typed manifest."""
     import json
 
     path = Path(data_dir) / MANIFEST
     if not path.is_file():
         raise PipelineError(f"{path} not found: --data must be a directory written by "
                             f"ssan-prepare-translation")
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise PipelineError(f"{path} cannot be read: {err}") from None
+    try:
+        manifest = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise PipelineError(f"{path} is not valid JSON ({err}): truncated or edited? prepare "
+                            f"the data-bin again with ssan-prepare-translation") from None
+    return check_manifest(manifest, path)
 
 
 def language_config_from_manifest(manifest: dict, lang: str) -> LanguageConfig:

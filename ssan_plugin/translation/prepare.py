@@ -15,7 +15,12 @@ Steps (``prepare``):
    unless told to truncate or skip them);
 6. ``fairseq-preprocess --joined-dictionary`` into ``dest``; the binarised sizes are checked;
 7. ``dest/manifest.json``: inputs with sha256, counts before/after filtering and why, language
-   handling, the sentencepiece model, and the exact commands.
+   handling, the sentencepiece model, the exact commands, and the files written (``files``).
+
+A non-empty ``dest`` is refused unless ``overwrite``; then, once every input has been read and
+checked, the files an earlier preparation wrote there (its manifest's, or the names this
+configuration writes) are removed before anything is written, and nothing else: the data-bin
+is rebuilt whole, never mixed with an earlier one.
 """
 
 import json
@@ -115,6 +120,62 @@ def check_inputs(cfg: PrepareConfig):
         logger.info("%s: %d lines (%s, %s)", split, counts[cfg.src],
                     files[split][cfg.src], files[split][cfg.tgt])
     return texts
+
+
+def own_files(src: str, tgt: str) -> List[str]:
+    """The files (relative POSIX paths) a preparation of ``src`` -> ``tgt`` writes in dest:
+    the sentencepiece model, the encoded and normalised text, fairseq-preprocess's
+    dictionaries, binaries and log, the manifest."""
+    files = [MANIFEST, f"{SPM_PREFIX}.model", f"{SPM_PREFIX}.vocab", "preprocess.log",
+             f"dict.{src}.txt", f"dict.{tgt}.txt", "text/spm_train.txt"]
+    for split in SPLITS:
+        for lang in (src, tgt):
+            files += [f"{split}.{src}-{tgt}.{lang}.bin", f"{split}.{src}-{tgt}.{lang}.idx",
+                      f"text/{split}.spm.{lang}"]
+            if split != "train":
+                files.append(f"text/{split}.norm.{lang}")
+    return files
+
+
+def _safe_language(code) -> bool:
+    return isinstance(code, str) and bool(code) and "/" not in code and "\\" not in code \
+        and code not in (".", "..") and code.strip() == code
+
+
+def previous_files(dest) -> List[str]:
+    """What an earlier preparation recorded writing in ``dest``: its manifest's ``files``, or,
+    for a manifest without them, the names its languages give; [] without a readable
+    manifest of this pipeline."""
+    path = Path(dest) / MANIFEST
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    if not isinstance(manifest, dict):
+        return []
+    files = manifest.get("files")
+    if isinstance(files, list) and all(isinstance(f, str) for f in files):
+        return [f for f in files if not Path(f).is_absolute() and ".." not in Path(f).parts]
+    if _safe_language(manifest.get("src")) and _safe_language(manifest.get("tgt")):
+        return own_files(manifest["src"], manifest["tgt"])
+    return []
+
+
+def dest_files(cfg: PrepareConfig) -> List[str]:
+    """Every file a preparation of ``cfg`` writes or, with ``overwrite``, removes in dest."""
+    return sorted(set(own_files(cfg.src, cfg.tgt)) | set(previous_files(cfg.dest)))
+
+
+def clear_previous(cfg: PrepareConfig, dest: Path) -> None:
+    """``overwrite``: remove what an earlier preparation wrote in ``dest`` (see
+    :func:`dest_files`), nothing else."""
+    from ..cli.files import remove_own_files
+
+    if cfg.overwrite and dest.is_dir():
+        removed = remove_own_files(dest, dest_files(cfg))
+        if removed:
+            logger.info("--overwrite: removed %d files of an earlier preparation in %s",
+                        len(removed), dest)
 
 
 def check_dest(cfg: PrepareConfig) -> Path:
@@ -328,6 +389,7 @@ def prepare(cfg: PrepareConfig) -> dict:
 
     check_vocab_covers_characters(cfg, [x for pair in train_pairs for x in pair],
                                   character_coverage(cfg, configs))
+    clear_previous(cfg, dest)  # every input is checked: the earlier data-bin goes, whole
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "text").mkdir(exist_ok=True)
     sp, spm_options = train_sentencepiece(cfg, dest, train_pairs, configs)
@@ -398,6 +460,8 @@ def prepare(cfg: PrepareConfig) -> dict:
                      "sentencepiece_train": "sentencepiece.SentencePieceTrainer.train(**options)",
                      "fairseq_preprocess": shlex.join(preprocess_command)},
         "config": asdict(cfg),
+        "files": [f for f in own_files(cfg.src, cfg.tgt)
+                  if f == MANIFEST or (dest / f).is_file()],
         "seconds": round(time.time() - started, 1),
     }
     with open(dest / MANIFEST, "w", encoding="utf-8") as f:

@@ -13,7 +13,7 @@ class PipelineError(InputError):
 
 
 def require_file(path) -> Path:
-    """An existing, readable regular file (ssan_plugin.cli.check_input_file)."""
+    """An existing, readable regular file (ssan_plugin.cli.files.check_input_file)."""
     try:
         return check_input_file(path)
     except InputError as err:

@@ -81,12 +81,12 @@ def test_show_selection(setup, tmp_path, capsys):
     # bad input: a sentence longer than the model's source positions, an empty input file
     long = " ".join(["w"] * (MAX_POSITIONS + 5))
     capsys.readouterr()
-    assert SHOW.main([*model(setup), "--sentence", long, "--out", str(out)]) == 2
+    assert SHOW.main([*model(setup), "--sentence", long, "--out", str(out), "--overwrite"]) == 2
     err = message_lines(capsys.readouterr().err)
     assert len(err) == 1 and "more than the model's 512 source positions" in err[0]
     empty = tmp_path / "empty.txt"
     empty.write_text("")
-    assert SHOW.main([*model(setup), "--input", str(empty), "--out", str(out)]) == 2
+    assert SHOW.main([*model(setup), "--input", str(empty), "--out", str(out), "--overwrite"]) == 2
     assert "empty input" in capsys.readouterr().err
 
 
@@ -108,7 +108,8 @@ def test_selection_stats(setup, tmp_path, capsys):
     with Image.open(png) as img:
         assert img.size == (1100, 400)
     no_parse = write_conll(tmp_path / "np.gold_conll", TREE_SENTENCES, parse=False)
-    assert STATS.main([*model(setup), "--conll", str(no_parse), "--json", str(out)]) == 2
+    assert STATS.main([*model(setup), "--conll", str(no_parse), "--json", str(out),
+                       "--overwrite"]) == 2
     assert "no parse bit" in capsys.readouterr().err
 
 
@@ -142,7 +143,8 @@ def test_make_probing_data_and_probe(setup, tmp_path, capsys):
     err = message_lines(capsys.readouterr().err)
     assert len(err) == 2 and all("unknown probing task 'depth'" in e for e in err)
     no_parse = write_conll(tmp_path / "np.gold_conll", TREE_SENTENCES, parse=False)
-    assert MAKE.main(["--task", "top_constituent", "--conll", str(no_parse), "--out", str(tfile)]) == 2
+    assert MAKE.main(["--task", "top_constituent", "--conll", str(no_parse), "--out", str(tfile),
+                      "--overwrite"]) == 2
     assert "no parse bit (column 6 is '-')" in capsys.readouterr().err
 
 
@@ -160,7 +162,7 @@ def test_induce_trees(setup, tmp_path, capsys):
     assert 0 <= layer["f1"] <= 100
     empty = tmp_path / "e.gold_conll"
     empty.write_text("")
-    assert TREES.main([*model(setup), "--conll", str(empty), "--json", str(out)]) == 2
+    assert TREES.main([*model(setup), "--conll", str(empty), "--json", str(out), "--overwrite"]) == 2
     assert "empty CoNLL file" in capsys.readouterr().err
 
 

@@ -1,5 +1,5 @@
 """Hostile input to every script: exit status 2, ONE message line naming the option or the file,
-no Python traceback on either stream (ssan_plugin/cli.py, README "Errors").
+no Python traceback on either stream (ssan_plugin/cli/, README "Errors").
 
 The table runs each script once per kind of bad input (out-of-range option, missing /
 directory / empty / invalid UTF-8 / byte-order-marked file, unwritable output, foreign, empty or

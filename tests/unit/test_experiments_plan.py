@@ -75,7 +75,7 @@ def test_a_made_corpus_and_decoding_flags_reach_the_commands(tmp_path, capsys):
     make = [line for line in printed.splitlines() if "make_synthetic_corpus.py" in line]
     assert make and make[0].endswith(f"--seed 3 --out {tmp_path / 'a'}")
     assert str(ROOT / "scripts" / "make_synthetic_corpus.py") in make[0]
-    decode = [line for line in printed.splitlines() if "evaluate_bleu.py" in line]
+    decode = [line for line in printed.splitlines() if "ssan_plugin.commands.evaluate_bleu" in line]
     assert decode and "--beam 5 --max-len-a 1 --max-len-b 10" in decode[0]
 
 

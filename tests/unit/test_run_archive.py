@@ -1,4 +1,4 @@
-"""ssan_plugin/run_archive.py with stand-in commands (small Python one-liners instead of
+"""ssan_plugin/experiments/archive.py with stand-in commands (small Python one-liners instead of
 fairseq-train): archive contents, skipping, the TRAINED marker, failures, the lock."""
 
 import json

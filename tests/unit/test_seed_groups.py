@@ -1,4 +1,4 @@
-"""ssan_plugin/seed_groups.py: GROUP@SEED names, the convention of every comparison script."""
+"""ssan_plugin/stats/seed_groups.py: GROUP@SEED names, the convention of every comparison script."""
 
 import statistics
 

@@ -1,4 +1,4 @@
-"""ssan_plugin/train_log.py on a hand-written fairseq json log: records, the summary and the
+"""ssan_plugin/experiments/train_log.py on a hand-written fairseq json log: records, the summary and the
 learning curve kept by the experiment runners."""
 
 import json

@@ -3,10 +3,19 @@
 
 For each sequence length T and each layer kind -- fairseq's self-attention (san), SSAN (ssan;
 ssan_native with ``--ssan-kernel native``), DiSAN naive (disan_naive), DiSAN memory-efficient (disan_blocked), Bi-BloSAN (biblosan), ReSA
-(resa) -- one training-mode forward + backward of a full encoder layer (sublayer, residual,
-layer norm, FFN of 4 x width) on a random B x T x width input without pads. ``--mode eval``
-times instead an evaluation-mode forward without gradient (what decoding and teacher-forced
-scoring run) on the same input with pads: every other sentence's last quarter.
+(resa), and every selector of ``selective_transformer`` (``sel_*``, see SELECTOR_KINDS; ``--kinds
+selectors`` names them all) -- one training-mode forward + backward of a full encoder layer
+(sublayer, residual, layer norm, FFN of 4 x width) on a random B x T x width input without pads.
+``--mode eval`` times instead an evaluation-mode forward without gradient (what decoding and
+teacher-forced scoring run) on the same input with pads: every other sentence's last quarter.
+
+The ``sel_*`` kinds are built by the selector registry (modules/selectors/registry.py), from
+every selector option at its declared default except those SELECTOR_KINDS sets, exactly as
+``--encoder-selector NAME`` builds a layer; ``fixed_mask``'s mask covers the length measured
+(``--max-source-positions`` = T, at least the memory worker's warm-up length). SSAN, its
+selectors (``sel_gumbel``, ``sel_soft``) and ``sel_fixed_mask`` use the torch kernel, as ``ssan``
+does. Selective layers train as the selective criterion trains them without regularisers (the
+recipes): no gradient to the rate and entropy terms.
 
 Every point runs in its own subprocess (``--worker``). Peak memory on CPU: the worker
 resets the kernel's peak-RSS mark (write "5" to /proc/self/clear_refs), runs the step and
@@ -33,12 +42,49 @@ from pathlib import Path
 
 from ssan_plugin.cli.arguments import ArgumentParser, positive_float, positive_int
 
-KINDS = ["san", "ssan", "ssan_native", "disan_naive", "disan_blocked", "biblosan", "resa"]
+#: layers of the selector registry: kind -> (selector name, the options that differ from the
+#: selector's declared defaults). Every registered selector has one (tests/e2e/test_bench_layers.py).
+SELECTOR_KINDS = {
+    "sel_gumbel": ("gumbel", {"ssan_kernel": "torch"}),
+    "sel_soft": ("soft", {"ssan_kernel": "torch"}),
+    "sel_topk": ("topk", {"topk": 8.0}),
+    "sel_entmax": ("entmax", {}),  # alpha learnt per head from 1.5 (bisection)
+    "sel_entmax15": ("entmax", {"entmax_fixed_alpha": True, "entmax_alpha": 1.5}),
+    "sel_sparsemax": ("entmax", {"entmax_fixed_alpha": True, "entmax_alpha": 2.0}),
+    "sel_gate": ("gate", {}),
+    "sel_fixed_mask": ("fixed_mask", {"fixed_mask_kernel": "torch"}),
+}
+#: the encoder variants of the efficiency study (the default of --kinds)
+VARIANT_KINDS = ["san", "ssan", "ssan_native", "disan_naive", "disan_blocked", "biblosan", "resa"]
+KINDS = [*VARIANT_KINDS, *SELECTOR_KINDS]
+#: names for several kinds in --kinds
+KIND_GROUPS = {"selectors": list(SELECTOR_KINDS)}
+#: the memory worker's warm-up length (lazy initialisations)
+WARMUP_LENGTH = 8
 REPO = Path(__file__).resolve().parents[1]
 
 
 # ----------------------------------------------------------------------------- worker side
-def build_layer(kind: str, width: int, heads: int):
+def selector_attention(kind: str, heads: int, length: int):
+    """The attention builder (embed_dim, cfg) -> module of a ``sel_*`` kind: the registry's
+    ``build_attention`` on every selector option's declared default plus the kind's own values,
+    for sentences of up to ``length`` tokens."""
+    import dataclasses
+
+    from ssan_plugin.modules.selectors import selector_class, selector_options
+
+    name, overrides = SELECTOR_KINDS[kind]
+    args = argparse.Namespace(max_source_positions=max(length, WARMUP_LENGTH))
+    for options in selector_options():
+        for field in dataclasses.fields(options):
+            if field.name != "_name":
+                setattr(args, field.name, field.default)
+    for option, value in overrides.items():
+        setattr(args, option, value)
+    return lambda embed_dim, cfg: selector_class(name).build_attention(args, embed_dim, heads)
+
+
+def build_layer(kind: str, width: int, heads: int, length: int = WARMUP_LENGTH):
     from fairseq.models.transformer import TransformerConfig
     from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
 
@@ -59,8 +105,10 @@ def build_layer(kind: str, width: int, heads: int):
     }
     if kind == "san":
         return TransformerEncoderLayerBase(cfg)
-    layer = AttentionVariantEncoderLayer(cfg, builders[kind])
-    if kind.startswith("ssan"):  # as the selective criterion trains it without regularisers (the recipes)
+    build = selector_attention(kind, heads, length) if kind in SELECTOR_KINDS else builders[kind]
+    layer = AttentionVariantEncoderLayer(cfg, build)
+    if kind.startswith("ssan") or kind in SELECTOR_KINDS:
+        # as the selective criterion trains it without regularisers (the recipes)
         layer.self_attn.rate_gradient = layer.self_attn.entropy_gradient = False
     return layer
 
@@ -96,7 +144,7 @@ def worker(kind: str, length: int, batch: int, width: int, heads: int, min_time:
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    layer = build_layer(kind, width, heads).train(mode == "train")
+    layer = build_layer(kind, width, heads, length).train(mode == "train")
 
     def step(t):
         if mode == "eval":
@@ -116,7 +164,7 @@ def worker(kind: str, length: int, batch: int, width: int, heads: int, min_time:
 
     result = {"kind": kind, "length": length, "batch": batch, "width": width, "mode": mode}
     if measure == "memory":
-        step(8)  # lazy initialisations
+        step(WARMUP_LENGTH)  # lazy initialisations
         gc.collect()
         before = rss_kb("VmRSS")
         with open("/proc/self/clear_refs", "w") as f:
@@ -241,7 +289,9 @@ def main():
                     help="train: forward + backward without pads; eval: evaluation-mode forward "
                          "without gradient, every other sentence padded by a quarter")
     ap.add_argument("--lengths", default="16,32,64,128,192,256,320,384")
-    ap.add_argument("--kinds", default=",".join(KINDS))
+    ap.add_argument("--kinds", default=",".join(VARIANT_KINDS),
+                    help="comma-separated layer kinds (" + ", ".join(KINDS) + "); 'selectors': "
+                         "every sel_* kind; default: the encoder variants, " + ",".join(VARIANT_KINDS))
     ap.add_argument("--batch", type=positive_int, default=64)
     ap.add_argument("--width", type=positive_int, default=300, help="model width (a multiple of --heads, even)")
     ap.add_argument("--heads", type=positive_int, default=6)
@@ -264,7 +314,8 @@ def main():
     from tqdm import tqdm
 
     lengths = sorted(int(t) for t in args.lengths.split(","))
-    kinds = [k for k in args.kinds.split(",") if k]
+    kinds = [k for name in args.kinds.split(",") if name for k in KIND_GROUPS.get(name, [name])]
+    kinds = list(dict.fromkeys(kinds))  # once each, in the order given
     unknown = set(kinds) - set(KINDS)
     if unknown:
         ap.error(f"unknown kinds {sorted(unknown)}; choose from {KINDS}")

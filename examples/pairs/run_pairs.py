@@ -34,7 +34,6 @@ Resumable and sequential:
 With ``--dry-run`` the commands are printed, nothing is run.
 """
 
-import argparse
 import json
 import random
 import statistics
@@ -43,6 +42,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script: the plugin package from this checkout
+from ssan_plugin.cli.arguments import positive_int
+from ssan_plugin.experiments.arguments import add_run_options, name_list_arg, runner_parser, seed_list
 from ssan_plugin.experiments.archive import (
     Run,
     RunFailed,
@@ -224,31 +225,26 @@ def pair_run(target, init, encoder, seed, args, data, translation) -> Run:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[1],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default="runs/pairs", type=Path, help="checkpoints, data (not kept)")
-    ap.add_argument("--archive", default=ROOT / "examples" / "pairs" / "experiments", type=Path,
-                    help="finished runs' results, predictions, curves and comparisons (committed)")
-    ap.add_argument("--encoders", default=",".join(ENCODERS))
-    ap.add_argument("--seeds", default="1,2,3")
-    ap.add_argument("--targets", default="entailment,relatedness")
-    ap.add_argument("--inits", default="scratch")
-    ap.add_argument("--updates", type=int, default=1500)
-    ap.add_argument("--save-interval", type=int, default=250)
-    ap.add_argument("--valid-pairs", type=int, default=500)
-    ap.add_argument("--vocab-size", type=int, default=4000, help="scratch data's sentencepiece")
-    ap.add_argument("--threads", type=int, default=2, help="OMP_NUM_THREADS of each training")
+    ap = runner_parser(__doc__)
+    add_run_options(ap, out="runs/pairs", archive=ROOT / "examples" / "pairs" / "experiments")
+    ap.add_argument("--encoders", default=",".join(ENCODERS),
+                    type=name_list_arg(ENCODERS, "encoder"))
+    ap.add_argument("--seeds", default="1,2,3", type=seed_list)
+    ap.add_argument("--targets", default="entailment,relatedness", type=name_list_arg(BEST, "target"))
+    ap.add_argument("--inits", default="scratch",
+                    type=name_list_arg(("scratch", "translation"), "init"))
+    ap.add_argument("--updates", type=positive_int, default=1500)
+    ap.add_argument("--save-interval", type=positive_int, default=250)
+    ap.add_argument("--valid-pairs", type=positive_int, default=500)
+    ap.add_argument("--vocab-size", type=positive_int, default=4000,
+                    help="scratch data's sentencepiece")
     ap.add_argument("--translation-data", type=Path,
                     help="the translation data-bin the --translation-checkpoint models used")
     ap.add_argument("--translation-checkpoint", action="append", default=[], metavar="ENC=CKPT")
-    ap.add_argument("--dry-run", action="store_true")
     args = ap.parse_args(argv)
 
-    encoders = args.encoders.split(",")
-    unknown = set(encoders) - set(ENCODERS)
-    if unknown:
-        ap.error(f"unknown encoder(s) {', '.join(sorted(unknown))}")
-    inits = args.inits.split(",")
+    encoders = args.encoders
+    inits = args.inits
     translation = dict(spec.split("=", 1) for spec in args.translation_checkpoint)
     if "translation" in inits and not args.translation_data:
         ap.error("--inits translation needs --translation-data and --translation-checkpoint ENC=CKPT")
@@ -262,8 +258,8 @@ def main(argv=None):
         if "translation" in inits:
             prepare(raw, data["translation"], ["--translation-data", args.translation_data],
                     args.dry_run)
-        plan = [(t, i, e, int(s)) for t in args.targets.split(",") for i in inits
-                for e in encoders for s in args.seeds.split(",")]
+        plan = [(t, i, e, s) for t in args.targets for i in inits
+                for e in encoders for s in args.seeds]
         runs = [pair_run(*spec, args, data, translation) for spec in plan]
         env = {"OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads)}
 

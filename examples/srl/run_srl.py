@@ -26,7 +26,6 @@ evaluate_srl.py's paired bootstrap of each encoder against the first on the arch
 ``curves.png`` (dev F1 against updates, every run, a panel per configuration) after every run.
 """
 
-import argparse
 import json
 import shlex
 import statistics
@@ -35,6 +34,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script: the plugin package from this checkout
+from ssan_plugin.cli.arguments import nonnegative_int, positive_int
+from ssan_plugin.experiments.arguments import add_run_options, name_list_arg, runner_parser, seed_list
 from ssan_plugin.experiments.archive import (
     Run,
     RunFailed,
@@ -246,37 +247,28 @@ def plot_curves(archive: Path) -> None:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[1],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default="runs/srl", type=Path, help="data, checkpoints (not kept)")
-    ap.add_argument("--archive", default=ROOT / "examples" / "srl" / "experiments", type=Path)
+    ap = runner_parser(__doc__)
+    add_run_options(ap, out="runs/srl", archive=ROOT / "examples" / "srl" / "experiments")
     ap.add_argument("--raw", default=EWT, type=Path, help="directory of {train,dev}.gold_conll")
     ap.add_argument("--config", default="small", help="name of this configuration (run names)")
     ap.add_argument("--flags", default="", help="extra fairseq-train flags of the configuration")
-    ap.add_argument("--encoders", default="san,ssan")
-    ap.add_argument("--seeds", default="1,2,3")
-    ap.add_argument("--updates", type=int, default=4000)
-    ap.add_argument("--validate-interval", type=int, default=500)
-    ap.add_argument("--average-last", type=int, default=0, metavar="N",
+    ap.add_argument("--encoders", default="san,ssan", type=name_list_arg(ENCODERS, "encoder"))
+    ap.add_argument("--seeds", default="1,2,3", type=seed_list)
+    ap.add_argument("--updates", type=positive_int, default=4000)
+    ap.add_argument("--validate-interval", type=positive_int, default=500)
+    ap.add_argument("--average-last", type=nonnegative_int, default=0, metavar="N",
                     help="report the average of the last N interval checkpoints (kept while "
                          "training; ssan-average-checkpoints) instead of the best one; "
                          "the best is scored too (result.json dev_best). 0: the best only")
-    ap.add_argument("--threads", type=int, default=2, help="OMP_NUM_THREADS of each training")
-    ap.add_argument("--dry-run", action="store_true")
     args = ap.parse_args(argv)
 
-    encoders = args.encoders.split(",")
-    unknown = set(encoders) - set(ENCODERS)
-    if unknown:
-        ap.error(f"unknown encoder(s) {', '.join(sorted(unknown))}")
+    encoders = args.encoders
     if not args.config.replace("-", "").replace(".", "").isalnum():
         ap.error(f"--config {args.config!r}: letters, digits, '-' and '.' only (a run-name prefix)")
-    if args.average_last < 0:
-        ap.error(f"--average-last must be >= 0, got {args.average_last}")
     if args.average_last * args.validate_interval > args.updates:
         ap.error(f"--average-last {args.average_last} checkpoints every "
                  f"{args.validate_interval} updates need more than --updates {args.updates}")
-    seeds = [int(s) for s in args.seeds.split(",")]
+    seeds = args.seeds
     flags = shlex.split(args.flags)
     out, archive = args.out, args.archive
     env = {"OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads)}

@@ -1,5 +1,12 @@
 """Per-sentence maps of an encoder: eval-mode selection and attention weights, per layer and head.
 
+Every selective layer is read through one interface, the one the selective criterion reads
+(``modules/selection.py``): a ``SelectionReporter``, whose per-forward record carries its 0/1
+selection when ``keep_selection`` is set (``selection.run_encoder`` sets it); a pair selector
+is also fairseq's ``MultiheadAttention``, whose per-head weights ``need_head_weights`` returns.
+SSAN's module and the selector family's ``SelectorMultiheadAttention`` both provide it; nothing
+here depends on a selector's maths.
+
 What each encoder layer kind gives (:func:`layer_kinds`):
 
 - ``san`` (fairseq's ``MultiheadAttention``, the Transformer baseline): attention weights per
@@ -9,8 +16,16 @@ What each encoder layer kind gives (:func:`layer_kinds`):
   averages the heads; the hooked call is therefore sent down fairseq's own per-head path (the
   module's ``skip_embed_dim_check`` flag, set for the call only); the result is the same
   attention (tests compare the head average with the fused path).
-- ``ssan`` (``SelectiveMultiheadAttention``): the 0/1 selection from the module's own record
-  (``keep_selection``) and the attention weights per head as above.
+- ``ssan`` (``SelectiveMultiheadAttention``: ``ssan_transformer``, and ``selective_transformer``
+  with the ``gumbel`` or ``soft`` selector): the 0/1 selection from the module's own record
+  (``keep_selection``; hard selection: A = 1[E_p > 0], exactly the keys with a nonzero weight;
+  soft: sigmoid(E_p) > 0.5, as its logged rate counts it) and the attention weights per head as
+  above.
+- a selector of ``selective_transformer`` computed on the attention logits
+  (``SelectorMultiheadAttention``; the kind is the selector's name: ``topk``, ``entmax``,
+  ``gate``, ``fixed_mask``, ...): as ``ssan``, the 0/1 selection from the module's own record, in
+  which a (query, key) pair is selected when its final weight (after the gate, before dropout)
+  is nonzero (docs/selectors.md), and the final weights per head, gate included.
 - ``resa``: the tokens selected as heads (queries) and as dependents (keys), (2, n); as a pair
   map, one "head" with ``selected[i, j] = head_i and dependent_j and i != j`` (the pairs that
   attend each other through the selected-token attention; unselected heads use the mean of
@@ -37,9 +52,13 @@ from torch import Tensor
 from ..modules.biblosan import BiBloSANAttention
 from ..modules.disan import DiSANAttention
 from ..modules.resa import ReSAAttention
+from ..modules.selection import SelectionReporter
 from ..modules.selective_attention import SelectiveMultiheadAttention
+from ..modules.selectors import SelectorMultiheadAttention
 from .selection import collate, run_encoder
 
+#: the layer kinds besides the selectors of ``selective_transformer`` computed on the logits,
+#: whose kind is the selector's name (see the module doc)
 KINDS = ("san", "ssan", "resa", "disan", "biblosan")
 #: what each "head" of a multi-dimensional layer's attention map is
 HEAD_NAMES = {"disan": DiSANAttention.map_names, "biblosan": BiBloSANAttention.map_names}
@@ -60,6 +79,8 @@ def self_attention(layer):
 
 
 def layer_kind(attention) -> str:
+    if isinstance(attention, SelectorMultiheadAttention):
+        return attention.selector.name
     if isinstance(attention, SelectiveMultiheadAttention):
         return "ssan"
     if isinstance(attention, MultiheadAttention):
@@ -78,11 +99,23 @@ def layer_kinds(model) -> Dict[int, str]:
     return {i: layer_kind(self_attention(layer)) for i, layer in enumerate(encoder_layers(model))}
 
 
+def selective_layers(model) -> Dict[int, str]:
+    """{0-based encoder layer: kind} of the layers that report a selection (the
+    ``SelectionReporter`` interface of the module doc): SSAN, ReSA and every selector."""
+    layers = {}
+    for index, layer in enumerate(encoder_layers(model)):
+        attention = self_attention(layer)
+        if isinstance(attention, SelectionReporter):
+            layers[index] = layer_kind(attention)
+    return layers
+
+
 @contextmanager
 def recording_attention(model):
     """Within the block, each encoder layer with attention weights records them at every
     forward into the yielded dict {layer: (B, h, T, S)}: ``MultiheadAttention`` layers (san,
-    ssan) per head, DiSAN and Bi-BloSAN layers as feature means (module doc)."""
+    ssan, the selectors: their final weights) per head, DiSAN and Bi-BloSAN layers as feature
+    means (module doc)."""
     records: Dict[int, Tensor] = {}
     handles = []
     flags = []
@@ -134,9 +167,10 @@ def recording_attention(model):
 class SentenceMaps:
     """One sentence's maps, pads removed; n = its length in pieces (``</s>`` included).
 
-    selection: {layer: bool (h, n, n)} pair selection (ssan; resa as one pair map);
-    attention: {layer: float (h, n, n)} attention weights (san, ssan; disan and biblosan:
-        feature means, "heads" named in HEAD_NAMES);
+    selection: {layer: bool (h, n, n)} pair selection (ssan, the selectors: a key with a
+        nonzero final weight; resa as one pair map);
+    attention: {layer: float (h, n, n)} attention weights (san, ssan, the selectors; disan and
+        biblosan: feature means, "heads" named in HEAD_NAMES);
     token_selection: {layer: bool (2, n)} (resa: row 0 heads/queries, row 1 dependents/keys);
     states: the embedding layer's and every layer's output, (L + 1, n, C), if asked for."""
 

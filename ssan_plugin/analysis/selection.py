@@ -5,6 +5,10 @@ a :class:`SelectionReporter`; with ``keep_selection = True`` its per-forward
 :class:`SelectionStats` record carries ``selection``, the bool (B, h, T, S) eval-mode selection
 (True: query t of head h attends to key s). The encoder returns the records, one per selective
 layer, in ``encoder_out["selection_stats"]`` (``record.layer`` is the 0-based layer index).
+SSAN's module and every selector of ``selective_transformer`` (``SelectorMultiheadAttention``)
+keep that contract, so everything here reads any of them the same way; for a selector a pair is
+selected when its final weight is nonzero (docs/selectors.md), for SSAN when it is in A
+(maps.py's module doc).
 
 Here:
 
@@ -20,7 +24,8 @@ Here:
   per layer and pooled, accumulated over sentences;
 - :func:`plot_selection_heatmap`: one sentence's selection, one panel per layer, heads averaged.
 
-Pair selectors only (SSAN); token selectors (ReSA) report (B, 2, T) selections, not handled here.
+Pair selectors only (SSAN, the selectors); token selectors (ReSA) report (B, 2, T) selections,
+not handled here (maps.py turns them into pair maps).
 """
 
 from contextlib import contextmanager

@@ -11,7 +11,8 @@ import numpy as np
 
 from ..translation.textio import PipelineError
 from .inputs import AnalysisInput
-from .maps import UnsupportedEncoder, layer_kinds, maps_json, plot_grid, sentence_maps, to_words
+from .maps import (UnsupportedEncoder, layer_kinds, maps_json, plot_grid, selective_layers,
+                   sentence_maps, to_words)
 
 
 def _maps(inp: AnalysisInput, tokens, **kwargs):
@@ -46,13 +47,14 @@ def show_selection(inp: AnalysisInput, lines: Sequence[str], out_dir) -> List[Pa
 
 def selection_stats(inp: AnalysisInput, conll) -> dict:
     """:class:`~ssan_plugin.analysis.word_classes.WordClassStats` over the sentences of a
-    CoNLL-2012 file (words and POS tags), as a dict."""
+    CoNLL-2012 file (words and POS tags), as a dict: the layers that select (SSAN, ReSA, every
+    selector of ``selective_transformer``; maps.py says what counts as selected)."""
     from .trees import read_parsed_conll
     from .word_classes import WordClassStats
 
-    if not any(k in ("ssan", "resa") for k in layer_kinds(inp.model).values()):
-        raise PipelineError("the model has no selective encoder layer (ssan or resa): nothing "
-                            "is selected, every pair attends")
+    if not selective_layers(inp.model):
+        raise PipelineError("the model has no selective encoder layer (ssan, resa or a selector "
+                            "of selective_transformer): nothing is selected, every pair attends")
     sentences = read_parsed_conll(conll)
     encoded = inp.encode_words([s.words for s in sentences])
     stats = WordClassStats()
@@ -104,7 +106,8 @@ def induce_trees(inp: AnalysisInput, conll) -> dict:
     for s, enc, maps in zip(sentences, encoded, _maps(inp, [e.tokens for e in encoded])):
         if not maps.attention:
             raise PipelineError("the model records no attention weights (resa layers only?): "
-                                "tree induction needs transformer, ssan, disan or biblosan layers")
+                                "tree induction needs transformer, ssan, selector, disan or "
+                                "biblosan layers")
         for i, (layer, att) in enumerate(sorted(maps.attention.items())):
             words = to_words(att.mean(0), enc.word_index, len(s.words)).numpy()
             score_spans(s, words, scores.setdefault(layer, SpanScore()), baseline if i == 0 else None)

@@ -14,8 +14,8 @@ Definitions:
 - Distance: |word(i) - word(j)| between the words of the query and key pieces (0: the same
   word, including the diagonal).
 
-Pair maps come from :mod:`ssan_plugin.analysis.maps` (SSAN pair selection; ReSA as the pair
-map ``head_i and dependent_j``). The key/query accumulators reuse
+Pair maps come from :mod:`ssan_plugin.analysis.maps` (SSAN's pair selection; a selector's
+pairs with a nonzero final weight; ReSA as the pair map ``head_i and dependent_j``). The key/query accumulators reuse
 :class:`~ssan_plugin.analysis.selection.SelectionRates`.
 """
 

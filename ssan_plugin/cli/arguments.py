@@ -7,7 +7,7 @@ import logging
 import math
 import os
 import sys
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 
 from .errors import InputError, one_line
 from .files import check_input_dir, check_input_file
@@ -37,10 +37,14 @@ def setup_logging(level=logging.INFO, fmt: str = LOG_FORMAT) -> None:
     logging.basicConfig(format=fmt, level=level, handlers=[StderrHandler()], force=True)
 
 
-def script_main(func: Callable = None, *, prog: Optional[str] = None):
+def script_main(func: Callable = None, *,
+                prog: Union[str, Callable[[], str], None] = None):
     """Decorator for a script's ``main(argv=None)``: an ``InputError`` (and an argparse error,
     which exits 2 by itself) becomes one line ``prog: error: MESSAGE`` on stderr and the return
-    value ``err.exit_status``; anything else is a bug and keeps its traceback."""
+    value ``err.exit_status``; anything else is a bug and keeps its traceback. ``prog``: the
+    name, or a function that gives it when the error is printed (a command's name depends on
+    how it was started, ``ssan_plugin.commands.program_name``); by default
+    ``os.path.basename(sys.argv[0])``."""
 
     def wrap(main):
         @functools.wraps(main)
@@ -48,7 +52,8 @@ def script_main(func: Callable = None, *, prog: Optional[str] = None):
             try:
                 return main(*args, **kwargs)
             except InputError as err:
-                name = prog or os.path.basename(sys.argv[0]) or "script"
+                name = ((prog() if callable(prog) else prog)
+                        or os.path.basename(sys.argv[0]) or "script")
                 print(f"{name}: error: {one_line(err)}", file=sys.stderr)
                 sys.stderr.flush()
                 return err.exit_status

@@ -7,13 +7,17 @@ from pathlib import Path
 
 from ssan_plugin.cli.arguments import ArgumentParser, add_overwrite, input_dir_arg, script_main
 from ssan_plugin.cli.files import Input, guard_outputs, output_file
+from ssan_plugin.commands import program_name
 
-PROG = "analysis_report.py"
+
+def prog() -> str:
+    """This command's name, as it was started (ssan_plugin.commands.program_name)."""
+    return program_name(__file__)
 
 
-@script_main(prog=PROG)
+@script_main(prog=prog)
 def main(argv=None) -> int:
-    parser = ArgumentParser(prog=PROG, description=__doc__)
+    parser = ArgumentParser(prog=prog(), description=__doc__)
     parser.add_argument("--dir", required=True, type=input_dir_arg, help="analysis output directory")
     parser.add_argument("--systems", nargs="+", required=True,
                         help="system names as in the file names; the first is the reference (no selection)")
@@ -32,8 +36,8 @@ def main(argv=None) -> int:
         f.write(report_markdown(results))
     if args.png:
         plot_probing(results, args.png)
-    print(f"{PROG}: {len(args.systems)} systems -> {args.md}" + (f", {args.png}" if args.png else ""),
-          file=sys.stderr)
+    print(f"{prog()}: {len(args.systems)} systems -> {args.md}"
+          + (f", {args.png}" if args.png else ""), file=sys.stderr)
     return 0
 
 

@@ -26,12 +26,18 @@ from ssan_plugin.cli.arguments import (
     setup_logging,
 )
 from ssan_plugin.cli.files import Input, guard_outputs, output_file
+from ssan_plugin.commands import program_name
 from ssan_plugin.translation.average import average_checkpoints, last_checkpoints
 
 
+def prog() -> str:
+    """This command's name, as it was started (ssan_plugin.commands.program_name)."""
+    return program_name(__file__)
+
+
 def parse_args(argv=None):
-    ap = ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = ArgumentParser(prog=prog(), description=__doc__,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
     which = ap.add_mutually_exclusive_group(required=True)
     which.add_argument("--inputs", nargs="+", metavar="CKPT", help="checkpoints to average")
     which.add_argument("--last", nargs=2, metavar=("N", "DIR"),
@@ -50,7 +56,7 @@ def parse_args(argv=None):
     return args
 
 
-@script_main(prog="average_checkpoints.py")
+@script_main(prog=prog)
 def main(argv=None):
     setup_logging()
     args = parse_args(argv)

@@ -1,4 +1,4 @@
-"""Decode and score translation systems on a data-bin made by prepare_translation.py.
+"""Decode and score translation systems on a data-bin made by ssan-prepare-translation.
 
 Each --system NAME=CHECKPOINT is decoded with fairseq-generate (every sentence checked, order
 restored), sentencepiece removed, detokenised as the data was prepared, and scored against the
@@ -46,6 +46,12 @@ from ssan_plugin.cli.arguments import (
     setup_logging,
 )
 from ssan_plugin.cli.files import Input, guard_outputs, output_dir, output_file
+from ssan_plugin.commands import program_name
+
+
+def prog() -> str:
+    """This command's name, as it was started (ssan_plugin.commands.program_name)."""
+    return program_name(__file__)
 
 
 class _AppendSystem(argparse.Action):
@@ -57,8 +63,8 @@ class _AppendSystem(argparse.Action):
 
 
 def parse_args(argv=None):
-    ap = ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = ArgumentParser(prog=prog(), description=__doc__,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", metavar="DIR",
                     help="data-bin with manifest.json (needed to decode --system checkpoints)")
     ap.add_argument("--tgt-lang", metavar="LANG",
@@ -155,7 +161,7 @@ def guard(cfg: EvalConfig, overwrite: bool) -> None:
     guard_outputs(outputs, inputs, overwrite)
 
 
-@script_main(prog="evaluate_bleu.py")
+@script_main(prog=prog)
 def main(argv=None):
     setup_logging()
     args = parse_args(argv)

@@ -1,8 +1,8 @@
 """Predict a sentence-pair subset with one or more checkpoints and score it (public contract).
 
-    evaluate_pairs.py --data DIR --checkpoint [NAME=]CKPT [--checkpoint NAME=CKPT ...] \
+    ssan-evaluate-pairs --data DIR --checkpoint [NAME=]CKPT [--checkpoint NAME=CKPT ...] \
         --subset test --json OUT [--predictions OUT.tsv]
-    evaluate_pairs.py --data DIR --pred NAME=PREDICTIONS.tsv [--pred NAME=TSV ...] \
+    ssan-evaluate-pairs --data DIR --pred NAME=PREDICTIONS.tsv [--pred NAME=TSV ...] \
         --subset test --json OUT
 
 DIR is a directory from ssan-prepare-pairs. Per checkpoint, for the heads it has:
@@ -16,7 +16,7 @@ metrics and comparisons; every pair of the subset, in order). Systems named GROU
 (e.g. san@1 san@2 ssan@1 ssan@2) are also pooled per group: mean and sd over seeds, and each
 group's seed mean against the first group's by a paired bootstrap drawing the same pairs for
 every seed (JSON ``groups``). Bad input: one line
-``evaluate_pairs.py: error: ...``, exit 2.
+``ssan-evaluate-pairs: error: ...``, exit 2.
 The work is ssan_plugin.pairs.evaluate.
 """
 
@@ -27,8 +27,12 @@ from pathlib import Path
 from ssan_plugin import register
 from ssan_plugin.cli.arguments import ArgumentParser, add_overwrite, int_arg, script_main
 from ssan_plugin.cli.files import Input, guard_outputs, output_file
+from ssan_plugin.commands import program_name
 
-PROG = "evaluate_pairs.py"
+
+def prog() -> str:
+    """This command's name, as it was started (ssan_plugin.commands.program_name)."""
+    return program_name(__file__)
 
 
 def system_spec(text):
@@ -40,9 +44,9 @@ def system_spec(text):
     return name, path
 
 
-@script_main(prog=PROG)
+@script_main(prog=prog)
 def main(argv=None):
-    parser = ArgumentParser(prog=PROG, description=__doc__.split("\n")[1],
+    parser = ArgumentParser(prog=prog(), description=__doc__.split("\n")[1],
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", required=True, metavar="DIR")
     systems = parser.add_mutually_exclusive_group(required=True)

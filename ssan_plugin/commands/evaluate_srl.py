@@ -2,7 +2,7 @@ r"""Score SRL as srl-eval.pl does: decode a subset with a checkpoint, or compare
 
 Decode and score (public contract):
 
-    evaluate_srl.py --data DIR --checkpoint PATH --subset test \
+    ssan-evaluate-srl --data DIR --checkpoint PATH --subset test \
         --gold-props OUT --pred-props OUT --json OUT
 
 DIR is a directory from ssan-prepare-srl (the one the checkpoint was trained on).
@@ -16,7 +16,7 @@ the counts; the srl-eval.pl table is printed. The work is ssan_plugin.srl.evalua
 
 Compare systems (no --checkpoint; every --pred-props NAME=FILE is an existing props file):
 
-    evaluate_srl.py --gold-props G --pred-props san=A.props --pred-props ssan=B.props \
+    ssan-evaluate-srl --gold-props G --pred-props san=A.props --pred-props ssan=B.props \
         [--json OUT] [--bootstrap-samples 1000] [--seed 12345]
 
 Each system is scored against G and compared with the first by a paired bootstrap over
@@ -28,7 +28,7 @@ named GROUP@SEED (san@1, san@2, ssan@1, ...) are compared with the first group's
 and the JSON gains groups[].name, n_seeds, systems, mean/std of precision, recall, f1 and,
 after the first group, delta and p_value (the paired bootstrap of the seed-mean F1, the same
 sentences resampled for every seed). Definitions: ssan_plugin.srl.compare. Bad input: one line
-``evaluate_srl.py: error: ...``, exit 2.
+``ssan-evaluate-srl: error: ...``, exit 2.
 """
 
 import argparse
@@ -43,18 +43,24 @@ from ssan_plugin.cli.arguments import (
     script_main,
 )
 from ssan_plugin.cli.files import Input, guard_outputs, output_file
+from ssan_plugin.commands import program_name
 
 CHECKPOINT_ONLY = ("data", "subset", "batch_size", "cpu")
 COMPARE_ONLY = ("bootstrap_samples", "seed")
+
+
+def prog() -> str:
+    """This command's name, as it was started (ssan_plugin.commands.program_name)."""
+    return program_name(__file__)
 
 
 def _option(dest):
     return "--" + dest.replace("_", "-")
 
 
-@script_main
+@script_main(prog=prog)
 def main(argv=None):
-    parser = ArgumentParser(description=__doc__,
+    parser = ArgumentParser(prog=prog(), description=__doc__,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", metavar="DIR", help="decode: the prepared data directory")
     parser.add_argument("--checkpoint", metavar="PATH",

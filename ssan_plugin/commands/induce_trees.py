@@ -8,15 +8,17 @@ import sys
 from ssan_plugin.analysis.inputs import add_model_args
 from ssan_plugin.cli.arguments import ArgumentParser, add_overwrite, script_main
 from ssan_plugin.cli.files import Input, guard_outputs, output_file
+from ssan_plugin.commands import program_name
 
 
-PROG = "induce_trees.py"
+def prog() -> str:
+    """This command's name, as it was started (ssan_plugin.commands.program_name)."""
+    return program_name(__file__)
 
 
-
-@script_main(prog=PROG)
+@script_main(prog=prog)
 def main(argv=None) -> int:
-    parser = ArgumentParser(prog=PROG, description=__doc__)
+    parser = ArgumentParser(prog=prog(), description=__doc__)
     add_model_args(parser)
     parser.add_argument("--conll", required=True, help="CoNLL-2012 *_conll file with parse bits")
     parser.add_argument("--json", required=True, help="output JSON")
@@ -31,7 +33,7 @@ def main(argv=None) -> int:
     result = induce_trees(AnalysisInput(args.data, args.checkpoint), args.conll)
     write_json(result, args.json)
     f1 = ", ".join(f"layer {l['layer']} {l['f1']:.2f}" for l in result["layers"])
-    print(f"{PROG}: {result['n_sentences']} sentences; F1 {f1}; right-branching "
+    print(f"{prog()}: {result['n_sentences']} sentences; F1 {f1}; right-branching "
           f"{result['right_branching']['f1']:.2f} -> {args.json}", file=sys.stderr)
     return 0
 

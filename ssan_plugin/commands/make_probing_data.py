@@ -7,16 +7,20 @@ import sys
 
 from ssan_plugin.cli.arguments import ArgumentParser, add_overwrite, script_main
 from ssan_plugin.cli.files import Input, guard_outputs, output_file
+from ssan_plugin.commands import program_name
 from ssan_plugin.translation.textio import PipelineError
 
-PROG = "make_probing_data.py"
+
+def prog() -> str:
+    """This command's name, as it was started (ssan_plugin.commands.program_name)."""
+    return program_name(__file__)
 
 
-@script_main(prog=PROG)
+@script_main(prog=prog)
 def main(argv=None) -> int:
     from ssan_plugin.analysis.probing_data import TASKS
 
-    parser = ArgumentParser(prog=PROG, description=__doc__)
+    parser = ArgumentParser(prog=prog(), description=__doc__)
     parser.add_argument("--task", required=True, help=f"one of {', '.join(TASKS)}")
     parser.add_argument("--input", help="bigram_shift, wrd: raw text, one sentence a line (wrd: "
                                         "or a directory of NAME.SPLIT.x/.y files)")
@@ -51,7 +55,8 @@ def main(argv=None) -> int:
         examples = pd.make_examples(args.task, parsed=read_parsed_conll(args.conll), seed=args.seed)
     pd.write_probing_file(examples, args.out)
     counts = {s: sum(e[0] == s for e in examples) for s in pd.SPLITS}
-    print(f"{PROG}: {args.task}: {len(examples)} examples ({counts}) -> {args.out}", file=sys.stderr)
+    print(f"{prog()}: {args.task}: {len(examples)} examples ({counts}) -> {args.out}",
+          file=sys.stderr)
     return 0
 
 

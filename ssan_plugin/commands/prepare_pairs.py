@@ -1,6 +1,6 @@
 """Prepare sentence pairs (SICK, SNLI) for ``fairseq-train --task sentence_pair``.
 
-    prepare_pairs.py --format sick|snli --train F --valid F --test F --dest DIR \
+    ssan-prepare-pairs --format sick|snli --train F --valid F --test F --dest DIR \
         [--tokens spm|words] [--vocab-size N] [--translation-data BIN --lang en]
 
 F: for sick a tab-separated file with SICK's header (pair_ID, sentence_A, sentence_B,
@@ -26,15 +26,19 @@ from ssan_plugin.cli.arguments import (
     setup_logging,
 )
 from ssan_plugin.cli.files import Input, guard_outputs, output_dir
+from ssan_plugin.commands import program_name
 from ssan_plugin.pairs.corpus import FORMATS, spec_paths
 from ssan_plugin.pairs.prepare import TOKENS, PairPrepareConfig, own_files, prepare
 
-PROG = "prepare_pairs.py"
+
+def prog() -> str:
+    """This command's name, as it was started (ssan_plugin.commands.program_name)."""
+    return program_name(__file__)
 
 
 def parse_args(argv):
-    ap = ArgumentParser(prog=PROG, description=__doc__.split("\n")[1],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = ArgumentParser(prog=prog(), description=__doc__.split("\n")[1],
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--format", required=True, choices=FORMATS)
     for split in ("train", "valid", "test"):
         ap.add_argument(f"--{split}", required=True, metavar="F")
@@ -45,7 +49,7 @@ def parse_args(argv):
                     help="sentencepiece vocabulary size (default 4000; not with "
                          "--translation-data, whose model is used)")
     ap.add_argument("--translation-data", type=input_dir_arg, metavar="BIN",
-                    help="a data-bin of prepare_translation.py: use its sentencepiece model, "
+                    help="a data-bin of ssan-prepare-translation: use its sentencepiece model, "
                          "language handling and --lang dictionary (for --encoder-init)")
     ap.add_argument("--lang", default="en", help="language of the sentences (default en)")
     ap.add_argument("--segmented", choices=("auto", "yes", "no"), default="auto",
@@ -71,7 +75,7 @@ def inputs(args):
     return found
 
 
-@script_main(prog=PROG)
+@script_main(prog=prog)
 def main(argv=None):
     setup_logging()
     args = parse_args(argv)

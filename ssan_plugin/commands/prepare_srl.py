@@ -1,6 +1,6 @@
 """Prepare CoNLL SRL data for ``fairseq-train --task srl`` (public contract).
 
-    prepare_srl.py --format conll2012|conll2005 --train F [--valid F] [--test F] --dest DIR
+    ssan-prepare-srl --format conll2012|conll2005 --train F [--valid F] [--test F] --dest DIR
 
 F: for conll2012 a ``*_conll`` file; for conll2005 a prefix P (``P.words`` + ``P.props``,
 each optionally ``.gz``) or ``WORDS,PROPS``. Each predicate of each sentence becomes one
@@ -24,7 +24,13 @@ import sys
 
 from ssan_plugin.cli.arguments import ArgumentParser, positive_int, script_main
 from ssan_plugin.cli.files import Input, guard_outputs, output_dir
+from ssan_plugin.commands import program_name
 from ssan_plugin.srl.binarize import FORMATS, own_files, prepare
+
+
+def prog() -> str:
+    """This command's name, as it was started (ssan_plugin.commands.program_name)."""
+    return program_name(__file__)
 
 
 def input_files(fmt: str, spec: str):
@@ -38,10 +44,10 @@ def input_files(fmt: str, spec: str):
             if os.path.exists(f"{spec}.{kind}{gz}")]
 
 
-@script_main
+@script_main(prog=prog)
 def main(argv=None):
-    parser = ArgumentParser(description=__doc__.split("\n")[1],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(prog=prog(), description=__doc__.split("\n")[1],
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--format", required=True, choices=list(FORMATS))
     parser.add_argument("--train", required=True, metavar="F")
     parser.add_argument("--valid", metavar="F")

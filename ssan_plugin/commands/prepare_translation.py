@@ -24,6 +24,7 @@ from ssan_plugin.cli.arguments import (
     setup_logging,
 )
 from ssan_plugin.cli.files import Input, guard_outputs, output_dir
+from ssan_plugin.commands import program_name
 from ssan_plugin.translation.prepare import (
     DEFAULT_MAX_POSITIONS,
     PrepareConfig,
@@ -33,9 +34,14 @@ from ssan_plugin.translation.prepare import (
 )
 
 
+def prog() -> str:
+    """This command's name, as it was started (ssan_plugin.commands.program_name)."""
+    return program_name(__file__)
+
+
 def parse_args(argv=None):
-    ap = ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = ArgumentParser(prog=prog(), description=__doc__,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--src", required=True, help="source language code (file suffix)")
     ap.add_argument("--tgt", required=True, help="target language code (file suffix)")
     ap.add_argument("--train", required=True, metavar="PREFIX", help="training files PREFIX.LANG")
@@ -85,7 +91,7 @@ def too_long_note(counts, max_positions):
             ", ".join(f"{split} {n}" for split, n in found.items() if n) + ")")
 
 
-@script_main(prog="prepare_translation.py")
+@script_main(prog=prog)
 def main(argv=None):
     setup_logging()
     args = parse_args(argv)

@@ -8,18 +8,21 @@ import sys
 from ssan_plugin.analysis.inputs import add_model_args
 from ssan_plugin.cli.arguments import ArgumentParser, add_overwrite, script_main
 from ssan_plugin.cli.files import Input, guard_outputs, output_file
+from ssan_plugin.commands import program_name
 from ssan_plugin.translation.textio import PipelineError
 
-PROG = "probe.py"
+
+def prog() -> str:
+    """This command's name, as it was started (ssan_plugin.commands.program_name)."""
+    return program_name(__file__)
 
 
-
-@script_main(prog=PROG)
+@script_main(prog=prog)
 def main(argv=None) -> int:
     from ssan_plugin.analysis.probe import CLASSIFIERS
     from ssan_plugin.analysis.probing_data import TASKS
 
-    parser = ArgumentParser(prog=PROG, description=__doc__)
+    parser = ArgumentParser(prog=prog(), description=__doc__)
     add_model_args(parser)
     parser.add_argument("--task", required=True, help=f"one of {', '.join(TASKS)}")
     parser.add_argument("--probing-file", required=True, help="SentEval file: split TAB label TAB sentence")
@@ -42,7 +45,7 @@ def main(argv=None) -> int:
                    args.classifier, args.seed, args.wrd_target)
     write_json(result, args.json)
     best = max(result["layers"], key=lambda l: l["accuracy"])
-    print(f"{PROG}: {args.task}: best layer {best['layer']} accuracy {best['accuracy']:.3f} "
+    print(f"{prog()}: {args.task}: best layer {best['layer']} accuracy {best['accuracy']:.3f} "
           f"(majority {result['majority']:.3f}, {result['n_test']} test) -> {args.json}", file=sys.stderr)
     return 0
 

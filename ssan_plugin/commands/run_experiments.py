@@ -14,15 +14,23 @@ import sys
 
 from ssan_plugin.cli.arguments import ArgumentParser, input_file_arg, positive_int, script_main
 from ssan_plugin.cli.files import Input, guard_outputs, output_dir
+from ssan_plugin.commands import program_name
 from ssan_plugin.experiments.runner import Plan, Runner
+
+
+def prog() -> str:
+    """This command's name, as it was started (ssan_plugin.commands.program_name)."""
+    return program_name(__file__)
+
 
 #: what the runner writes at the top of OUT, besides one folder per study
 TOP_LEVEL = ("data", "logs", "results", "runs.jsonl", ".lock")
 
 
-@script_main(prog="run_experiments.py")
+@script_main(prog=prog)
 def main(argv=None):
-    ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = ArgumentParser(prog=prog(), description=__doc__,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--plan", required=True, metavar="PLAN.json", type=input_file_arg)
     ap.add_argument("--out", required=True, metavar="DIR")
     ap.add_argument("--only", metavar="TEXT", action="append",

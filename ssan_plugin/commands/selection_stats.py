@@ -7,15 +7,17 @@ import sys
 from ssan_plugin.analysis.inputs import add_model_args
 from ssan_plugin.cli.arguments import ArgumentParser, add_overwrite, script_main
 from ssan_plugin.cli.files import Input, guard_outputs, output_file
+from ssan_plugin.commands import program_name
 
 
-PROG = "selection_stats.py"
+def prog() -> str:
+    """This command's name, as it was started (ssan_plugin.commands.program_name)."""
+    return program_name(__file__)
 
 
-
-@script_main(prog=PROG)
+@script_main(prog=prog)
 def main(argv=None) -> int:
-    parser = ArgumentParser(prog=PROG, description=__doc__)
+    parser = ArgumentParser(prog=prog(), description=__doc__)
     add_model_args(parser)
     parser.add_argument("--conll", required=True, help="CoNLL-2012 *_conll file (words, POS)")
     parser.add_argument("--json", required=True, help="output JSON")
@@ -33,7 +35,7 @@ def main(argv=None) -> int:
     write_json(stats, args.json)
     if args.png:
         plot_word_class_stats(stats, args.png)
-    print(f"{PROG}: {stats['n_sentences']} sentences -> {args.json}", file=sys.stderr)
+    print(f"{prog()}: {stats['n_sentences']} sentences -> {args.json}", file=sys.stderr)
     return 0
 
 

@@ -10,9 +10,14 @@ from pathlib import Path
 from ssan_plugin.analysis.inputs import add_model_args
 from ssan_plugin.cli.arguments import ArgumentParser, add_overwrite, script_main
 from ssan_plugin.cli.files import Input, guard_outputs, output_dir, remove_own_files
+from ssan_plugin.commands import program_name
 from ssan_plugin.translation.textio import PipelineError
 
-PROG = "show_selection.py"
+
+def prog() -> str:
+    """This command's name, as it was started (ssan_plugin.commands.program_name)."""
+    return program_name(__file__)
+
 
 #: the files show_selection writes in --out (sentence K, 1-based)
 OWN_FILE = re.compile(r"sent\d+(\.json|_selection\.png|_attention\.png)")
@@ -22,9 +27,9 @@ def own_file(relative: str) -> bool:
     return OWN_FILE.fullmatch(relative) is not None
 
 
-@script_main(prog=PROG)
+@script_main(prog=prog)
 def main(argv=None) -> int:
-    parser = ArgumentParser(prog=PROG, description=__doc__)
+    parser = ArgumentParser(prog=prog(), description=__doc__)
     add_model_args(parser)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--sentence", help="one raw sentence")
@@ -49,7 +54,8 @@ def main(argv=None) -> int:
     if out.is_dir():  # --overwrite: the maps of an earlier run go, other files stay
         remove_own_files(out, [p.name for p in out.iterdir() if own_file(p.name)])
     written = show_selection(model, lines, args.out)
-    print(f"{PROG}: {len(lines)} sentence(s), {len(written)} files in {args.out}", file=sys.stderr)
+    print(f"{prog()}: {len(lines)} sentence(s), {len(written)} files in {args.out}",
+          file=sys.stderr)
     return 0
 
 

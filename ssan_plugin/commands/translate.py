@@ -4,7 +4,7 @@ Reads stdin (or --input), writes one translation per input line to stdout (or --
 order. Each line gets exactly the preprocessing recorded in DIR/manifest.json (normalisation,
 Moses tokenisation, the sentencepiece model), is decoded in-process with fairseq's own batching
 and beam search, and is detokenised as ssan-evaluate-bleu does: with the same --beam,
-length options and --batch-size the output equals the hypotheses evaluate_bleu.py writes.
+length options and --batch-size the output equals the hypotheses ssan-evaluate-bleu writes.
 
 Never a shorter output: an empty line gives an empty line (not decoded); CRLF line ends are
 removed; a line with more pieces than the model's source positions stops the run before any
@@ -34,13 +34,19 @@ from ssan_plugin.cli.arguments import (
     setup_logging,
 )
 from ssan_plugin.cli.files import Input, guard_outputs, output_file, read_bytes
+from ssan_plugin.commands import program_name
 from ssan_plugin.translation.textio import split_lines
 from ssan_plugin.translation.translator import TOO_LONG, TranslateOptions, Translator
 
 
+def prog() -> str:
+    """This command's name, as it was started (ssan_plugin.commands.program_name)."""
+    return program_name(__file__)
+
+
 def parse_args(argv=None):
-    ap = ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = ArgumentParser(prog=prog(), description=__doc__,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", required=True, metavar="DIR",
                     help="the data-bin (with manifest.json) the checkpoint was trained on")
     ap.add_argument("--checkpoint", required=True, metavar="CKPT", help="fairseq checkpoint")
@@ -76,7 +82,7 @@ def read_input(path):
     return split_lines(read_bytes(path, "--input"), str(path))
 
 
-@script_main(prog="translate.py")
+@script_main(prog=prog)
 def main(argv=None):
     args = parse_args(argv)
     setup_logging(logging.WARNING if args.quiet else logging.INFO)
@@ -85,7 +91,7 @@ def main(argv=None):
                    Input("--checkpoint", args.checkpoint)], args.overwrite)
     lines, crlf = read_input(args.input)
     if crlf:
-        print(f"translate.py: {crlf} of {len(lines)} input lines ended in \\r\\n (CRLF): "
+        print(f"{prog()}: {crlf} of {len(lines)} input lines ended in \\r\\n (CRLF): "
               f"the \\r was removed", file=sys.stderr)
     options = TranslateOptions(beam=args.beam, lenpen=args.lenpen, max_len_a=args.max_len_a,
                                max_len_b=args.max_len_b, batch_size=args.batch_size,
@@ -95,7 +101,7 @@ def main(argv=None):
                             compare_recorded_data=not args.skip_recorded_data_check)
     outputs, report = translator.translate_with_report(lines)
     for message in report.messages():
-        print(f"translate.py: {message}", file=sys.stderr)
+        print(f"{prog()}: {message}", file=sys.stderr)
     text = "".join(x + "\n" for x in outputs)
     if args.output:
         with open(args.output, "w", encoding="utf-8", newline="\n") as f:
@@ -104,7 +110,7 @@ def main(argv=None):
         sys.stdout.reconfigure(encoding="utf-8", newline="\n")
         sys.stdout.write(text)
         sys.stdout.flush()
-    print(f"translate.py: {len(outputs)} lines in, {len(outputs)} lines out ({report.translated} "
+    print(f"{prog()}: {len(outputs)} lines in, {len(outputs)} lines out ({report.translated} "
           f"decoded) in {report.seconds:.1f}s", file=sys.stderr)
     return 0
 

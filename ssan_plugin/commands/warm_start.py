@@ -24,16 +24,23 @@ from ssan_plugin.cli.arguments import (
 from ssan_plugin.cli.errors import InputError
 from ssan_plugin.cli.files import Input, guard_outputs, output_file
 from ssan_plugin.cli.checkpoints import load_checkpoint
+from ssan_plugin.commands import program_name
 
 
-@script_main(prog="warm_start.py")
+def prog() -> str:
+    """This command's name, as it was started (ssan_plugin.commands.program_name)."""
+    return program_name(__file__)
+
+
+@script_main(prog=prog)
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     variant_flags = []
     if "--" in argv:
         cut = argv.index("--")
         argv, variant_flags = argv[:cut], argv[cut + 1:]
-    ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = ArgumentParser(prog=prog(), description=__doc__,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--base", required=True, help="checkpoint of a trained fairseq transformer")
     ap.add_argument("--arch", required=True, help="the variant architecture, e.g. ssan_transformer")
     ap.add_argument("--out", required=True, help="checkpoint to write (e.g. SAVE_DIR/checkpoint_last.pt)")

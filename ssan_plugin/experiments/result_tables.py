@@ -205,7 +205,7 @@ PAIR_LABELS = {"en-de": "En-De", "en-ro": "En-Ro", "en-ja": "En-Ja", "builtin": 
 @functools.lru_cache(maxsize=None)
 def _bleu_scorer(ref_path: Path, tgt: str):
     """(per-sentence statistics of a hypothesis list, score function) for one test set, as
-    ``evaluate_bleu.py`` scores it without a data-bin (the reference's language rules)."""
+    ``ssan-evaluate-bleu`` scores it without a data-bin (the reference's language rules)."""
     from sacrebleu.metrics import BLEU
 
     from ..stats.significance import sacrebleu_score_fn, sacrebleu_stats
@@ -437,7 +437,7 @@ def runs_table(plan) -> str:
 
 # --------------------------------------------------------------------------- SRL
 def srl_gold_props(dev_conll: Path, dest: Path) -> Path:
-    """The gold props of a CoNLL-2012 dev file, as ``prepare_srl.py`` writes them
+    """The gold props of a CoNLL-2012 dev file, as ``ssan-prepare-srl`` writes them
     (``valid.props``): one column per proposition, in column order."""
     from ..srl.conll2012 import read_conll2012
     from ..srl.props import write_props

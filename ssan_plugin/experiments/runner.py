@@ -6,7 +6,8 @@ systems), system definitions (arch, criterion, flags, optionally ``warm_from``) 
 every (seed, study, pair, system), in that order (so each seed of everything lands before the
 next seed starts):
 
-1. **prepare** the pair once (``scripts/prepare_translation.py``) into ``OUT/data/PAIR``;
+1. **prepare** the pair once (``ssan-prepare-translation``, run as ``python -m
+   ssan_plugin.commands.prepare_translation``) into ``OUT/data/PAIR``;
 2. **train** one system at a time with fairseq-train into ``OUT/STUDY/PAIR/SYSTEM@SEED``:
    - a system without ``warm_from`` trains ``base + more`` updates; the study's baseline
      (the first system) stops at ``base`` first and keeps that checkpoint as
@@ -17,10 +18,11 @@ next seed starts):
      position kept, fresh optimizer, new parameters logged) and trains ``more`` updates, so it
      meets the continued baseline at the same total budget;
    checkpoints are chosen on the valid split only (``checkpoint_best.pt``, lowest valid loss);
-3. **decode** the test split once per run (``scripts/evaluate_bleu.py``, beam 5) into the run
-   directory; then the study's pooled table for the pair (``--hyp SYSTEM@SEED=...``: per-seed
-   deltas, seed-pooled groups, BLEU by length) is rewritten in ``OUT/results/STUDY.PAIR.json``
-   and ``.md`` from every decoded run (also when a run was decoded before a kill).
+3. **decode** the test split once per run (``ssan-evaluate-bleu``, run as ``python -m
+   ssan_plugin.commands.evaluate_bleu``, beam 5) into the run directory; then the study's
+   pooled table for the pair (``--hyp SYSTEM@SEED=...``: per-seed deltas, seed-pooled groups,
+   BLEU by length) is rewritten in ``OUT/results/STUDY.PAIR.json`` and ``.md`` from every
+   decoded run (also when a run was decoded before a kill).
 
 Resumable: a step is done when its output exists (``train.done``, ``test.json``); a killed
 training resumes from its ``checkpoint_last.pt`` (fairseq's own resume; checkpoints every
@@ -65,7 +67,7 @@ class Pair:
     raw: str  # directory with {train,valid,test}.{src,tgt}
     src: str
     tgt: str
-    prepare: List[str] = field(default_factory=list)  # extra prepare_translation.py flags
+    prepare: List[str] = field(default_factory=list)  # extra ssan-prepare-translation flags
     # a project script and its arguments that writes ``raw`` when it is missing (e.g. the
     # built-in corpus: ["scripts/make_synthetic_corpus.py", "--seed", "1"]; ``--out RAW`` added)
     make: Optional[List[str]] = None
@@ -113,7 +115,7 @@ class Plan:
     threads: int = 2  # OMP threads of the one running child
     beam: int = 5
     archive: Optional[str] = None  # committed copy of finished runs (module docstring)
-    decode: List[str] = field(default_factory=list)  # extra evaluate_bleu.py decoding flags
+    decode: List[str] = field(default_factory=list)  # extra ssan-evaluate-bleu decoding flags
 
     @classmethod
     def load(cls, path, root=ROOT) -> "Plan":

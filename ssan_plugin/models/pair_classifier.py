@@ -25,7 +25,7 @@ Shapes: ``pair_classifier`` = fairseq's ``transformer`` encoder; ``pair_classifi
 encoders transfer (``--encoder-init``, task option).
 
 Options (``--pair-``) are declared once, in :class:`PairClassifierOptions` (the encoder-only
-models' declaration, ``srl_tagger.EncoderModelOptions``); the model reads them as that one
+models' declaration, ``variants.EncoderModelOptions``); the model reads them as that one
 typed object.
 """
 
@@ -44,9 +44,8 @@ from fairseq.models.transformer.transformer_legacy import base_architecture
 from ..modules.selection import SelectionStats
 from ..pairs.relatedness import check_relatedness_loss, relatedness_scores
 from .architectures import transformer_small
-from .srl_tagger import ENCODER_CHOICES, EncoderModelOptions, encoder_field
 from .variant_transformer import VariantTransformerEncoder
-from .variants import ENCODER_VARIANTS
+from .variants import ENCODER_CHOICES, ENCODER_VARIANTS, EncoderModelOptions, encoder_field
 
 POOLINGS = ("mean", "source2token")
 

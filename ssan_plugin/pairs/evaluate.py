@@ -61,9 +61,10 @@ def check_subset(data: str, subset: str) -> None:
     missing = [os.path.basename(p) for p in files if not os.path.isfile(p)]
     if missing:
         prepared = sorted(s for s in datadir.SPLITS if os.path.isfile(datadir.gold_path(data, s)))
+        none = "none (not a directory of ssan-prepare-pairs)"
         raise EvaluationError(f"--subset {subset}: {data} has no prepared {subset!r} split "
                               f"(missing {', '.join(missing[:3])}); prepared splits: "
-                              f"{', '.join(prepared) or 'none (not a prepare_pairs.py directory)'}")
+                              f"{', '.join(prepared) or none}")
 
 
 def check_dictionary(state: dict, checkpoint: str, data: str) -> None:

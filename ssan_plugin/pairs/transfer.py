@@ -66,7 +66,7 @@ def init_encoder_from_translation(encoder: torch.nn.Module, path) -> TransferRep
             f"--encoder-init {path}: shapes differ (checkpoint vs pair encoder) for "
             f"{', '.join(mismatched[:3])}{' ...' if len(mismatched) > 3 else ''}; the pair "
             "encoder needs the translation encoder's shape (e.g. pair_classifier_small for a "
-            "*_small translation model) and dictionary (prepare_pairs.py --translation-data)")
+            "*_small translation model) and dictionary (ssan-prepare-pairs --translation-data)")
     loaded = sorted(k for k in target if k in source)
     new = sorted(k for k in target if k not in source)
     dropped = sorted(k for k in source if k not in target)

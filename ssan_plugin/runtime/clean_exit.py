@@ -13,7 +13,8 @@ where the thread is at the last instant, so it is intermittent.
 ``stop_background_consumers`` runs at exit (``atexit`` callbacks run after non-daemon threads
 are joined but before daemon threads are torn down): every live ``BackgroundConsumer`` is told
 to stop after the item it is producing, its queue is drained so that no ``put`` blocks, and it is
-joined. Registered by importing ``ssan_plugin`` (which ``--user-dir`` does).
+joined. Registered by ``ssan_plugin.register()`` (which runs when fairseq is imported, as
+under ``--user-dir``, or when a command or the hub calls it).
 """
 
 import atexit

@@ -57,7 +57,7 @@ def read_manifest(data: str) -> dict:
             manifest = json.load(f)
     except (ValueError, OSError) as err:  # JSONDecodeError, UnicodeDecodeError
         raise EvaluationError(f"{path} is not valid JSON ({err}); prepare the data again with "
-                              f"prepare_srl.py") from None
+                              f"ssan-prepare-srl") from None
     if not isinstance(manifest, dict):
         raise EvaluationError(f"{path}: expected a JSON object, found "
                               f"{type(manifest).__name__}")

@@ -7,7 +7,7 @@ instance by instance, batch by batch, and the counts summed: each instance becom
 one-proposition props sentence (its gold target at the predicate, ``-`` elsewhere; the gold
 argument column from the split's ``S.props``; the predicted column ``bio_to_brackets`` of the
 constrained-Viterbi tags, as ``evaluate.predicted_props`` builds it) and goes through
-``scorer.evaluate``. The summed counts give exactly ``evaluate_srl.py``'s overall precision,
+``scorer.evaluate``. The summed counts give exactly ``ssan-evaluate-srl``'s overall precision,
 recall and F1 (``scorer.Counts.prf``), provided every instance of the split is validated.
 
 No fairseq dependency (the task ``srl`` uses it; ``tests/unit/srl/test_validation.py``).

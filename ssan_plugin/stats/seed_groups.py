@@ -10,8 +10,8 @@ group is the baseline that the others are compared with. Two tests per group:
   per seed (test items resampled, the same for every seed, seeds held fixed): the
   sentence-level p, labelled as such.
 
-Used by ``evaluate_bleu.py`` (translation.comparison), ``evaluate_srl.py``
-(srl.compare) and ``evaluate_pairs.py`` (pairs.evaluate).
+Used by ``ssan-evaluate-bleu`` (translation.comparison), ``ssan-evaluate-srl``
+(srl.compare) and ``ssan-evaluate-pairs`` (pairs.evaluate).
 """
 
 from dataclasses import dataclass

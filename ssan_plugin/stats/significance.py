@@ -37,7 +37,7 @@ The seed-mean difference Δ varies with two kinds of chance, and its variance ha
   ``C_sys,sys + C_base,base - 2 C_sys,base``). Each seed's own sentence-level noise is
   already in the seed part; counting it again, as the variance of a two-level bootstrap
   (seeds and sentences both resampled) does, made the same t-test conservative: 0.4-2.8 %
-  rejections of a true null at 3 seeds on the simulated nulls of ``tests/unit/test_seed_level.py`` (measured while
+  rejections of a true null at 3 seeds on the simulated nulls of ``tests/unit/stats/test_seed_level.py`` (measured while
   choosing the design; the tests check the chosen one).
 
 ``t = Δ / se`` against Student's t on the seeds' degrees of freedom (``n - 1`` paired; Welch-

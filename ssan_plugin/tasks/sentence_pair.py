@@ -49,7 +49,7 @@ PAIR_TARGETS = ("entailment", "relatedness", "both")
 
 @dataclass
 class SentencePairConfig(FairseqDataclass):
-    data: str = field(default=MISSING, metadata={"help": "data directory from prepare_pairs.py"})
+    data: str = field(default=MISSING, metadata={"help": "data directory from ssan-prepare-pairs"})
     pair_target: ChoiceEnum(list(PAIR_TARGETS)) = field(
         default="entailment",
         metadata={"help": "what the model predicts: entailment (3 labels), relatedness (1-5) "

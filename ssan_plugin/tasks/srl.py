@@ -55,7 +55,7 @@ COUNTS = ("correct", "excess", "missed")  # logging-output keys srl_correct, ...
 
 @dataclass
 class SRLConfig(FairseqDataclass):
-    data: str = field(default=MISSING, metadata={"help": "data directory from prepare_srl.py"})
+    data: str = field(default=MISSING, metadata={"help": "data directory from ssan-prepare-srl"})
     no_shuffle: bool = field(
         default=False, metadata={"help": "batch in file order instead of by length, shuffled"}
     )

@@ -38,7 +38,7 @@ _SPEED = re.compile(r"Translated ([\d,]+) sentences \(([\d,]+) tokens\) in ([\d.
 
 @dataclass
 class DecodingOptions:
-    """Beam search as evaluate_bleu.py runs it; shared by fairseq-generate and the in-process
+    """Beam search as ssan-evaluate-bleu runs it; shared by fairseq-generate and the in-process
     translator (translator.TranslateOptions), so both decode alike by default."""
 
     beam: int = 5

@@ -350,7 +350,7 @@ def report_too_long(split: str, encoded, files, max_positions: int) -> dict:
             logger.warning("%s: %d line(s) longer than %d positions (sentencepiece pieces + end "
                            "of sentence), kept: lines %s; a model with --max-source/target-"
                            "positions %d cannot decode them as they are (ssan-translate "
-                           "and evaluate_bleu.py refuse them unless told --too-long truncate "
+                           "and ssan-evaluate-bleu refuse them unless told --too-long truncate "
                            "or empty)", files[lang], len(lines), max_positions, shown,
                            max_positions)
     return found

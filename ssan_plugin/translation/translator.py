@@ -5,9 +5,9 @@ loads it with fairseq's ``checkpoint_utils.load_model_ensemble_and_task`` (throu
 plugin's ``torch.load`` allow-list) and decodes with fairseq's own ``GeneratorHubInterface``
 batching, ``task.build_generator`` (SequenceGenerator) and ``task.inference_step``. Text goes
 through ``pipeline.TextPipeline`` (the same normalisation, Moses tokenisation and
-sentencepiece model as the test split; the same detokenisation as ``evaluate_bleu.py``), and
+sentencepiece model as the test split; the same detokenisation as ``ssan-evaluate-bleu``), and
 hypotheses are post-processed as fairseq-generate's ``H-`` lines are. With the same beam,
-length options and batch size the output equals the hypotheses ``evaluate_bleu.py`` writes.
+length options and batch size the output equals the hypotheses ``ssan-evaluate-bleu`` writes.
 
 Inputs that cannot be translated as they are never raise a torch error and never shorten the
 output: one output per input, always. An empty input (or one that normalises to nothing)
@@ -37,7 +37,7 @@ __all__ = ["TOO_LONG", "TranslateOptions", "TranslationReport", "Translator"]
 
 @dataclass
 class TranslateOptions(DecodingOptions):
-    """Decoding options (the defaults are evaluate_bleu.py's, ``too_long`` included) and the
+    """Decoding options (the defaults are ssan-evaluate-bleu's, ``too_long`` included) and the
     raw-input handling."""
 
     threads: int = 1  # sentencepiece encoding threads
@@ -106,10 +106,11 @@ class Translator:
         from fairseq.hub_utils import GeneratorHubInterface
         from omegaconf import open_dict
 
-        # The plugin's models and tasks are registered by the package root
-        # (ssan_plugin/__init__.py), which Python runs before any of its submodules, this one
-        # included; check_checkpoint (cli.load_checkpoint) puts the fairseq checkpoint globals
-        # on torch.load's allow-list before fairseq loads the checkpoint below.
+        # The plugin's models and tasks are in fairseq's registries because the caller has
+        # registered the plugin (ssan_plugin.register(): the commands and the hub call it
+        # before building a Translator); check_checkpoint (through
+        # ssan_plugin.cli.checkpoints.load_checkpoint) puts the fairseq checkpoint globals on
+        # torch.load's allow-list before fairseq loads the checkpoint below.
         self.options = options or TranslateOptions()
         self.options.validate()
         self.checkpoint, self.data_dir = Path(checkpoint), Path(data_dir)

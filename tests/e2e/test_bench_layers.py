@@ -1,6 +1,6 @@
 """benchmarks/bench_encoder_layers.py end to end at a toy size: every kind asked for is measured
-(time and memory, each in its own worker), the CSV has one row per (kind, T) with the medians,
-and the ratio table against SAN is printed."""
+(time and memory, each in its own worker; selectors built by the registry), the CSV has one row
+per (kind, T) with the medians, and the ratio table against SAN is printed."""
 
 import csv
 import subprocess
@@ -11,27 +11,40 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_layer_bench_toy_size(tmp_path):
+    """SAN, SSAN, ReSA and two selectors of the registry (sel_topk: k = 8 keeps every key of
+    these short rows; sel_fixed_mask: a mask as long as the row)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_encoder_layers import KIND_GROUPS, KINDS, SELECTOR_KINDS
+
+    from ssan_plugin.modules.selectors import SELECTORS
+
+    # a kind for every registered selector, all in the "selectors" group of --kinds
+    assert {name for name, _ in SELECTOR_KINDS.values()} == set(SELECTORS)
+    assert KIND_GROUPS["selectors"] == list(SELECTOR_KINDS) and set(SELECTOR_KINDS) <= set(KINDS)
     proc = subprocess.run(
-        [sys.executable, ROOT / "benchmarks" / "bench_encoder_layers.py", "--kinds", "san,ssan,resa",
-         "--lengths", "4,8", "--batch", "2", "--width", "16", "--heads", "2", "--min-time", "0.01",
-         "--repeats", "1", "--out", tmp_path],
+        [sys.executable, ROOT / "benchmarks" / "bench_encoder_layers.py", "--kinds",
+         "san,ssan,resa,sel_topk,sel_fixed_mask", "--lengths", "4,8", "--batch", "2", "--width", "16",
+         "--heads", "2", "--min-time", "0.01", "--repeats", "1", "--out", tmp_path],
         capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = list(csv.DictReader(open(tmp_path / "bench_encoder_layers.csv")))
-    assert sorted((r["kind"], int(r["length"])) for r in rows) == [
-        (k, t) for k in ("resa", "san", "ssan") for t in (4, 8)]
+    kinds = ("resa", "san", "sel_fixed_mask", "sel_topk", "ssan")
+    assert sorted((r["kind"], int(r["length"])) for r in rows) == [(k, t) for k in kinds for t in (4, 8)]
     for r in rows:
         assert r["status"] == "ok", r
         assert float(r["time_s"]) > 0 and float(r["peak_mb"]) >= 0
         assert r["reps"].startswith("1 x ")
-    assert all(0 <= float(r["selection_rate"]) <= 1 for r in rows if r["kind"] in ("ssan", "resa"))
-    assert "| ssan | 8 |" in proc.stdout and "| resa | 4 |" in proc.stdout
+    assert all(0 <= float(r["selection_rate"]) <= 1 for r in rows if r["kind"] != "san")
+    assert all(float(r["selection_rate"]) == 1 for r in rows if r["kind"] == "sel_topk")
+    for line in ("| ssan | 8 |", "| resa | 4 |", "| sel_topk | 4 |", "| sel_fixed_mask | 8 |"):
+        assert line in proc.stdout, proc.stdout
     assert (tmp_path / "bench_encoder_layers.png").stat().st_size > 0
 
 
 def test_layer_bench_eval_mode_toy_size(tmp_path):
-    """--mode eval: an evaluation-mode forward with pads, every point measured, the mode in the
-    CSV; the pads it uses are every other sentence's last quarter."""
+    """--mode eval: an evaluation-mode forward with pads, every point measured (a selector of
+    the registry too), the mode in the CSV; the pads it uses are every other sentence's last
+    quarter."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from bench_encoder_layers import padding_mask
 
@@ -39,14 +52,14 @@ def test_layer_bench_eval_mode_toy_size(tmp_path):
     assert pad.tolist() == [[False] * 8, [False] * 6 + [True] * 2, [False] * 8]
     proc = subprocess.run(
         [sys.executable, ROOT / "benchmarks" / "bench_encoder_layers.py", "--mode", "eval", "--kinds",
-         "san,ssan", "--lengths", "8", "--batch", "2", "--width", "16", "--heads", "2",
+         "san,ssan,sel_topk", "--lengths", "8", "--batch", "2", "--width", "16", "--heads", "2",
          "--min-time", "0.01", "--out", tmp_path],
         capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = list(csv.DictReader(open(tmp_path / "bench_encoder_layers.csv")))
-    assert sorted(r["kind"] for r in rows) == ["san", "ssan"]
+    assert sorted(r["kind"] for r in rows) == ["san", "sel_topk", "ssan"]
     assert all(r["status"] == "ok" and r["mode"] == "eval" and float(r["time_s"]) > 0 for r in rows)
-    assert "| ssan | 8 |" in proc.stdout
+    assert "| ssan | 8 |" in proc.stdout and "| sel_topk | 8 |" in proc.stdout
 
 
 def test_model_bench_toy_size(tmp_path):

@@ -7,11 +7,12 @@ import importlib
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import BIN, ROOT, cli_env
 
-from ssan_plugin.commands import console_name, module_command
+from ssan_plugin.commands import console_name, module_command, program_name
 
 COMMANDS = sorted(p.stem for p in (ROOT / "ssan_plugin" / "commands").glob("*.py")
                   if p.stem != "__init__")
@@ -76,6 +77,23 @@ def test_installed_command_scores_two_hypothesis_files_without_fairseq(tmp_path)
     assert (a["name"], b["name"]) == ("a", "b")
     assert a["bleu"] == pytest.approx(100.0) and b["bleu"] < 100.0
     assert "p_value" in b
+
+
+def test_installed_command_names_itself_as_started(monkeypatch):
+    """The console script's messages start with its own name, not its module's file name;
+    ``python -m`` gives the module's file name, and so does a main called in-process by
+    another program."""
+    script = Path(sys.executable).parent / "ssan-evaluate-bleu"
+    proc = subprocess.run([str(script), "--ref", "ref.de", "--beam", "0"], capture_output=True,
+                          text=True, env=cli_env(), timeout=300)
+    assert proc.returncode == 2
+    assert proc.stderr == ("ssan-evaluate-bleu: error: argument --beam: must be an integer "
+                           ">= 1, got '0' (see --help)\n")
+    command = ROOT / "ssan_plugin" / "commands" / "evaluate_bleu.py"
+    for argv0, name in ((script, "ssan-evaluate-bleu"), (command, "evaluate_bleu.py"),
+                        ("pytest", "evaluate_bleu.py"), ("", "evaluate_bleu.py")):
+        monkeypatch.setattr(sys, "argv", [str(argv0)])
+        assert program_name(str(command)) == name
 
 
 def test_plugin_registers_when_fairseq_is_imported_after_it():

@@ -5,8 +5,9 @@ relative ones and those inside functions included (a lazy import is still a depe
 ``LAYERS`` below is the doc's picture as data, bottom layer first; change the two together.
 A module may import its own layer and the layers below it, never one above; on top of that,
 ``SEPARATE`` lists packages of one layer that never import each other; no module imports a
-script or an example; no import cycle between modules. The self-checks at the end feed the
-checker graphs with the arrows this rule was written against and assert each one is reported.
+script, a benchmark or an example; no import cycle between modules. The self-checks at the end
+feed the checker graphs with the arrows this rule was written against and assert each one is
+reported.
 """
 
 import ast
@@ -40,7 +41,7 @@ SEPARATE: Tuple[Tuple[str, str], ...] = (
 )
 
 #: Top-level names the package must never import: the front ends above it.
-FRONT_ENDS = ("scripts", "examples")
+FRONT_ENDS = ("scripts", "benchmarks", "examples")
 
 Edge = Tuple[str, str]
 
@@ -86,7 +87,8 @@ def imports_of(source: str, module: str, is_package: bool, known: Iterable[str])
 
 
 def front_end_imports(source: str, script_names: Set[str]) -> Set[str]:
-    """Absolute imports of ``scripts``/``examples`` or of a script by its file name."""
+    """Absolute imports of a front end (``scripts``, ``benchmarks``, ``examples``) or of one of
+    their files by its name."""
     hits = set()
     for node in ast.walk(ast.parse(source)):
         names = []
@@ -207,6 +209,7 @@ def test_the_package_keeps_the_layering_rule():
 
 def test_the_package_imports_no_script():
     scripts = {p.stem for p in (ROOT / "scripts").glob("*.py")}
+    scripts |= {p.stem for p in (ROOT / "benchmarks").glob("*.py")}
     scripts |= {p.stem for p in (ROOT / "examples").rglob("*.py")}
     hits = [f"{name} imports {', '.join(sorted(found))}"
             for name, path in package_modules().items()
@@ -286,8 +289,10 @@ def test_the_reader_sees_relative_lazy_and_absolute_imports():
     # in a package's __init__, "." is the package itself
     assert imports_of("from .cli import x\n", "ssan_plugin", True, known) == {"ssan_plugin.cli"}
     assert front_end_imports("import scripts.demo\nfrom evaluate_bleu import main\n"
-                             "from .probe import x\n", {"evaluate_bleu", "probe"}) == {
-        "scripts.demo", "evaluate_bleu"}
+                             "from .probe import x\nfrom benchmarks.bench_ssan import run\n"
+                             "import bench_steps\n",
+                             {"evaluate_bleu", "probe", "bench_steps"}) == {
+        "scripts.demo", "evaluate_bleu", "benchmarks.bench_ssan", "bench_steps"}
 
 
 def test_every_module_has_a_layer_and_unknown_targets_are_reported():

@@ -22,7 +22,9 @@ turns its Selection into the typed record the selective criterion reads (``Selec
   queries of ``keep`` summed over the non-pad keys (divided by their number for the rate);
   with ``keep`` None (top-k, entmax), the number of nonzero weights, which has no gradient;
 - ``decisions`` / ``entropy_sum`` / ``neg_entropy``: the binary entropies of ``decision_logits``
-  over the non-pad decisions (none for top-k and entmax).
+  over the non-pad decisions (none for top-k and entmax);
+- ``selection``, when ``keep_selection`` is set (the analysis tools, ``analysis/maps.py``): that
+  pattern itself, bool (B, h, T, S), the selected non-pad pairs (pad queries and keys False).
 
 Two kinds of selector share the registry (``registry.py``):
 

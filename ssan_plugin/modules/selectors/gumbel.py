@@ -69,6 +69,16 @@ class SSANSelectorOptions(FairseqDataclass):
     )
 
 
+def _option(args, name: str):
+    """SSAN option ``name`` of ``args``; where args lack it (or hold None), its default as
+    :class:`SSANSelectorOptions` declares it. The models' ``fill_defaults`` set every option
+    before building; this covers a caller that builds without them, for the options whose
+    absence means that default (not ``ssan_straight_through_cap``, whose absence means an older
+    checkpoint's value, ``legacy_defaults`` of ``ssan_transformer``)."""
+    value = getattr(args, name, None)
+    return SSANSelectorOptions.__dataclass_fields__[name].default if value is None else value
+
+
 def build_ssan_attention(args, embed_dim: int, num_heads: int, selection: str, dropout: float = 0.0,
                          q_noise: float = 0.0, qn_block_size: int = 8) -> SelectiveMultiheadAttention:
     """SSAN's attention module from SSAN's options (``selection``: hard or soft); the one
@@ -83,8 +93,8 @@ def build_ssan_attention(args, embed_dim: int, num_heads: int, selection: str, d
         policy_dim=args.ssan_policy_dim,
         straight_through_cap=args.ssan_straight_through_cap,
         kernel=args.ssan_kernel,
-        policy_init_bias=getattr(args, "ssan_policy_init_bias", 0.0),
-        dense_warmup=getattr(args, "ssan_dense_warmup", 0),
+        policy_init_bias=_option(args, "ssan_policy_init_bias"),
+        dense_warmup=_option(args, "ssan_dense_warmup"),
         q_noise=q_noise,
         qn_block_size=qn_block_size,
     )

@@ -1,4 +1,4 @@
-"""ssan_plugin/stats/seed_groups.py, the reporting half (tests/unit/test_seed_groups.py covers the
+"""ssan_plugin/stats/seed_groups.py, the reporting half (tests/unit/stats/test_seed_groups.py covers the
 names and the tests run): Holm's correction over the groups of a table, the verdict in words,
 the table cells and the markdown table, checked against hand-written expectations."""
 

@@ -12,14 +12,13 @@ or bytes): a refusal comes before any model is loaded, so no model is trained he
 data-bin is prepared (prepare_translation, with fairseq-preprocess as a child process).
 """
 
-import hashlib
 import json
-import os
 import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from helpers.tree_snapshot import snapshot
 import torch
 
 import ssan_plugin  # noqa: F401
@@ -29,19 +28,6 @@ from helpers.translation_testlib import load_script, script_file, small_corpus
 
 COMMANDS = sorted(p.stem for p in (Path(__file__).resolve().parents[2] / "ssan_plugin"
                                    / "commands").glob("*.py") if p.stem != "__init__")
-
-
-def snapshot(root):
-    """{relative path: sha256 of the bytes, or 'dir'} of everything under root."""
-    found = {}
-    for folder, dirs, names in os.walk(root):
-        for name in dirs:
-            found[os.path.relpath(os.path.join(folder, name), root)] = "dir"
-        for name in names:
-            path = os.path.join(folder, name)
-            with open(path, "rb") as f:
-                found[os.path.relpath(path, root)] = hashlib.sha256(f.read()).hexdigest()
-    return found
 
 
 def run(command, argv, capsys, monkeypatch):

@@ -2,10 +2,10 @@
 data is one InputError line naming the option and the path, found before anything is written;
 ssan_plugin/cli/arguments.py check_decoding_limits."""
 
-import hashlib
 import os
 
 import pytest
+from helpers.tree_snapshot import snapshot
 
 from ssan_plugin.cli.arguments import ArgumentParser, check_decoding_limits
 from ssan_plugin.cli.errors import InputError
@@ -17,19 +17,6 @@ from ssan_plugin.cli.files import (
     output_file,
     remove_own_files,
 )
-
-
-def snapshot(root):
-    """{relative path: sha256 or 'dir'} of everything under root."""
-    found = {}
-    for folder, dirs, names in os.walk(root):
-        for name in dirs:
-            found[os.path.relpath(os.path.join(folder, name), root)] = "dir"
-        for name in names:
-            path = os.path.join(folder, name)
-            with open(path, "rb") as f:
-                found[os.path.relpath(path, root)] = hashlib.sha256(f.read()).hexdigest()
-    return found
 
 
 @pytest.fixture

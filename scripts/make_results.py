@@ -27,12 +27,8 @@ STABILITY_PLAN = ROOT / "examples" / "stability" / "demo_plan.json"
 
 def translation_blocks():
     from ssan_plugin.experiments.runner import Plan
-    from ssan_plugin.experiments.result_tables import (
-        power_table,
-        runs_table,
-        translation_comparisons,
-        verdict_table,
-    )
+    from ssan_plugin.experiments.tables.translation import runs_table, translation_comparisons
+    from ssan_plugin.experiments.tables.verdicts import power_table, verdict_table
 
     plan = Plan.load(TRANSLATION_PLAN)
     rows = translation_comparisons(plan, "translation")
@@ -48,12 +44,9 @@ def translation_blocks():
 
 def stability_blocks():
     from ssan_plugin.experiments.runner import Plan, Runner
-    from ssan_plugin.experiments.result_tables import (
-        seed_spreads,
-        spread_table,
-        translation_comparisons,
-        verdict_table,
-    )
+    from ssan_plugin.experiments.tables.stability import seed_spreads, spread_table
+    from ssan_plugin.experiments.tables.translation import translation_comparisons
+    from ssan_plugin.experiments.tables.verdicts import verdict_table
 
     plan = Plan.load(STABILITY_PLAN)
     pair = plan.pairs["builtin"]
@@ -97,11 +90,8 @@ SRL_SPECS = (  # (comparison, baseline runs, system runs) of examples/srl/experi
 
 
 def srl_blocks():
-    from ssan_plugin.experiments.result_tables import (
-        srl_comparisons,
-        srl_gold_props,
-        verdict_table,
-    )
+    from ssan_plugin.experiments.tables.srl import srl_comparisons, srl_gold_props
+    from ssan_plugin.experiments.tables.verdicts import verdict_table
 
     dev = ROOT.parent / "shared" / "data" / "srl" / "ewt" / "dev.gold_conll"
     gold = srl_gold_props(dev, ROOT / "runs" / "results" / "srl.dev.gold.props")
@@ -133,7 +123,7 @@ FILES = {
 
 @script_main(prog="make_results.py")
 def main(argv=None):
-    from ssan_plugin.experiments.result_tables import fill_blocks
+    from ssan_plugin.experiments.tables.blocks import fill_blocks
 
     ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", action="store_true",

@@ -20,7 +20,7 @@ def test_generated_tables_are_current():
 
 
 def test_fill_blocks_replaces_only_known_blocks_and_refuses_missing_markers():
-    from ssan_plugin.experiments.result_tables import ResultsError, block_keys, fill_blocks
+    from ssan_plugin.experiments.tables.blocks import ResultsError, block_keys, fill_blocks
 
     text = ("intro\n<!-- begin generated: a -->\nold a\n<!-- end generated: a -->\nmiddle\n"
             "<!-- begin generated: b -->\nold b\n<!-- end generated: b -->\n")

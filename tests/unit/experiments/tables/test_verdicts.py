@@ -1,10 +1,10 @@
-"""ssan_plugin.experiments.result_tables: the power calculation against a simulation of the test it plans
+"""ssan_plugin.experiments.tables.verdicts: the power calculation against a simulation of the test it plans
 for, Holm per table, and the verdict table's cells."""
 
 import numpy as np
 import pytest
 
-from ssan_plugin.experiments.result_tables import (
+from ssan_plugin.experiments.tables.verdicts import (
     Comparison,
     apply_holm,
     seeds_for_power,

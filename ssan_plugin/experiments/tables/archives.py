@@ -1,0 +1,68 @@
+"""Reading the committed run archives, checked: a missing, truncated or hand-edited file is a
+:class:`ResultsError` naming the file and the key or line, never a traceback or a silent gap."""
+
+import json
+from pathlib import Path
+from typing import List
+
+from .blocks import ResultsError
+
+
+def archive_json(path: Path):
+    """The JSON of an archived file; ResultsError naming the file when it cannot be read or
+    parsed (a truncated or hand-edited archive)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise ResultsError(f"{path} cannot be read: {err}") from None
+    try:
+        return json.loads(text)
+    except ValueError as err:
+        raise ResultsError(f"{path} is not valid JSON ({err})") from None
+
+
+def archived(path: Path, *keys, number: bool = True, data=None):
+    """``data`` (default: the JSON of ``path``) at ``keys`` (object keys and list indices),
+    checked: every key present and, with ``number``, a finite-or-not number (not a bool);
+    ResultsError naming the file and the key otherwise."""
+    value = archive_json(path) if data is None else data
+    walked = []
+    for key in keys:
+        walked.append(str(key))
+        present = (isinstance(value, list) and -len(value) <= key < len(value)
+                   if isinstance(key, int) else isinstance(value, dict) and key in value)
+        if not present:
+            raise ResultsError(f"{path}: key {'.'.join(walked)!r} is missing")
+        value = value[key]
+    if number and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        raise ResultsError(f"{path}: key {'.'.join(walked)!r} must be a number, found "
+                           f"{value!r}")
+    return value
+
+
+def archived_record(path: Path, number: int, record, key: str) -> float:
+    """``record[key]`` of line ``number`` of a JSON-lines archive, as a number."""
+    try:
+        return float(record[key])
+    except (KeyError, TypeError, ValueError):
+        raise ResultsError(f"{path}:{number}: key {key!r} missing or not a number") from None
+
+
+def curve_records(run_dir: Path) -> List[dict]:
+    path = run_dir / "curve.jsonl"
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise ResultsError(f"{path} cannot be read: {err}") from None
+    records = []
+    for number, line in enumerate(lines, 1):
+        if not line:
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as err:
+            raise ResultsError(f"{path}:{number} is not valid JSON ({err})") from None
+        if not isinstance(record, dict):
+            raise ResultsError(f"{path}:{number}: expected a JSON object")
+        records.append(record)
+    return records

@@ -1,0 +1,37 @@
+"""Generated blocks of a RESULTS file: the text between ``<!-- begin generated: KEY -->`` and
+``<!-- end generated: KEY -->`` is a table ``scripts/make_results.py`` regenerates; the prose
+around the blocks is written by hand."""
+
+import re
+from typing import Dict, List
+
+BEGIN = "<!-- begin generated: {key} -->"
+END = "<!-- end generated: {key} -->"
+_BLOCK = re.compile(r"<!-- begin generated: (?P<key>[\w.-]+) -->\n.*?<!-- end generated: "
+                    r"(?P=key) -->", re.S)
+
+
+class ResultsError(ValueError):
+    """An archive or a RESULTS file that does not hold what a table needs (one line)."""
+
+
+# --------------------------------------------------------------------------- blocks
+def block_keys(text: str) -> List[str]:
+    return [m.group("key") for m in _BLOCK.finditer(text)]
+
+
+def fill_blocks(text: str, blocks: Dict[str, str]) -> str:
+    """``text`` with every generated block whose key is in ``blocks`` replaced (markers kept);
+    a key of ``blocks`` without its markers in ``text`` is an error."""
+    missing = [k for k in blocks if k not in block_keys(text)]
+    if missing:
+        raise ResultsError(f"no generated block for {', '.join(missing)} (add the markers "
+                           f"{BEGIN.format(key=missing[0])} ... {END.format(key=missing[0])})")
+
+    def replace(match):
+        key = match.group("key")
+        if key not in blocks:
+            return match.group(0)
+        return f"{BEGIN.format(key=key)}\n{blocks[key].rstrip()}\n{END.format(key=key)}"
+
+    return _BLOCK.sub(replace, text)

@@ -1,0 +1,108 @@
+"""Verdict and power tables: a group of seeds against its baseline group with the seed-level test
+(``stats.significance.seed_level_test``), Holm's correction over every comparison of a table."""
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from ...stats.significance import holm
+
+
+@dataclass
+class Comparison:
+    """One row of a verdict table: a group of seeds against its baseline group."""
+
+    table: str  # rows of one table share Holm's correction
+    label: str  # e.g. "pre-norm En-De"
+    system: str
+    baseline: str
+    baseline_scores: List[float]
+    system_scores: List[float]
+    result: object  # significance.SeedLevelResult
+    p_holm: Optional[float] = None
+    extra: Dict[str, object] = field(default_factory=dict)
+
+    @property
+    def verdict(self) -> str:
+        if self.p_holm is None:
+            return ""
+        if self.p_holm < 0.05:
+            return "**better**" if self.result.delta > 0 else "**worse**"
+        return "no difference shown"
+
+
+def apply_holm(rows: Sequence[Comparison]) -> None:
+    """Holm over the rows of each table (``Comparison.table``)."""
+    for table in sorted({r.table for r in rows}):
+        family = [r for r in rows if r.table == table]
+        for row, adjusted in zip(family, holm([r.result.p_value for r in family])):
+            row.p_holm = adjusted
+
+
+def mean_sd(values: Sequence[float]) -> str:
+    return f"{np.mean(values):.2f} ± {np.std(values, ddof=1):.2f}" if len(values) > 1 else \
+        f"{values[0]:.2f}"
+
+
+def verdict_table(rows: Sequence[Comparison], metric: str = "BLEU") -> str:
+    """Markdown: per comparison the seeds, both means ± sd over seeds, Δ with its seed-level
+    95 % interval, p and Holm-corrected p, per-seed deltas, how many share the sign, the
+    verdict."""
+    out = [f"| comparison | system | seeds | baseline {metric} | system {metric} | Δ [95% "
+           f"interval, seeds and sentences] | p (seeds) | p (Holm, {len(rows)} tests) | "
+           f"per-seed Δ | same sign | verdict |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        res = r.result
+        low, high = res.ci
+        per_seed = " ".join(f"{d:+.2f}" for d in res.per_seed) if res.per_seed else "unpaired"
+        sign = f"{res.same_sign}/{len(res.per_seed)}" if res.per_seed else ""
+        out.append(f"| {r.label} | {r.system} | {len(r.system_scores)} | "
+                   f"{mean_sd(r.baseline_scores)} | {mean_sd(r.system_scores)} | "
+                   f"{res.delta:+.2f} [{low:+.2f}, {high:+.2f}] | {res.p_value:.3g} | "
+                   f"{r.p_holm:.3g} | {per_seed} | {sign} | {r.verdict} |")
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------- power
+def seeds_for_power(effect: float, sd_seed: float, var_sentence: float, alpha: float = 0.05,
+                    power: float = 0.8, most: int = 200) -> Optional[int]:
+    """Fewest paired seeds n (>= 2) for which the seed-level test detects a true difference
+    ``effect`` with probability ``power`` at ``alpha`` (two-sided): t on n - 1 degrees of
+    freedom, noncentrality ``effect / sqrt(sd_seed^2 / n + var_sentence)``. None: more than
+    ``most``."""
+    from scipy.stats import nct, t
+
+    for n in range(2, most + 1):
+        se = np.sqrt(sd_seed ** 2 / n + var_sentence)
+        crit = t.ppf(1 - alpha / 2, n - 1)
+        ncp = effect / se
+        achieved = nct.sf(crit, n - 1, ncp) + nct.cdf(-crit, n - 1, ncp)
+        if achieved >= power:
+            return n
+    return None
+
+
+def power_table(rows: Sequence[Comparison], effects=(0.5, 1.0)) -> str:
+    """Seeds needed per comparison, from its measured per-seed spread and sentence part."""
+    head = " | ".join(f"seeds for {e:g} BLEU" for e in effects)
+    out = [f"| comparison | system | seeds measured | sd of per-seed Δ | sentence part (se) | "
+           f"{head} |", "|---|---|---|---|---|" + "---|" * len(effects)]
+    for r in rows:
+        res = r.result
+        if not res.per_seed:
+            continue
+        sd = float(np.std(res.per_seed, ddof=1))
+        cells = []
+        for e in effects:
+            n = seeds_for_power(e, sd, res.se_sentence ** 2)
+            cells.append(str(n) if n is not None else "> 200")
+        out.append(f"| {r.label} | {r.system} | {len(res.per_seed)} | {sd:.2f} | "
+                   f"{res.se_sentence:.2f} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------- translation
+STUDY_LABELS = {"postnorm": "post-norm", "prenorm": "pre-norm"}
+PAIR_LABELS = {"en-de": "En-De", "en-ro": "En-Ro", "en-ja": "En-Ja", "builtin": "built-in"}

@@ -41,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_ssan import MODEL, ROOT, SYSTEMS, TRAINING, with_ssan_systems  # noqa: E402
 
 from ssan_plugin.cli.arguments import ArgumentParser, positive_int  # noqa: E402
+from ssan_plugin.experiments.tables.bench import steps_table  # noqa: E402
 
 MEASURES = ("train_step", "score_forward")
 
@@ -181,27 +182,27 @@ def main():
           "throughput ratios system / baseline (summed times, bootstrap 95 % interval)")
     for name in others[1:]:
         print(f"{name}: ssan with {' '.join(systems[name][len(SYSTEMS['ssan']):])}")
-    print("| measure | baseline ms | " + " | ".join(f"{n} ms" for n in others) + " | "
-          + " | ".join(f"{n} / baseline" for n in others) + " |")
-    print("|---" * (2 + 2 * len(others)) + "|")
-    for label, m in (("training step", "train_step"), ("teacher-forced scoring forward", "score_forward")):
-        ms = [f"{1e3 * np.median(times[n][m]):.1f}" for n in names]
-        cells = [f"{ratios[n][m][0]:.3f} [{ratios[n][m][1]:.3f}, {ratios[n][m][2]:.3f}]" for n in others]
-        print(f"| {label} | " + " | ".join(ms) + " | " + " | ".join(cells) + " |")
-    for label, m in (("training step", "train_step"), ("scoring forward", "score_forward")):
-        gflops = [f"{flops[n][m] / 1e9:.3f}" for n in names]
-        print(f"| {label} GFLOP (first batch; ratio: the arithmetic ceiling) | "
-              + " | ".join(gflops) + " | " + " | ".join(f"{ceiling[n][m]:.3f}" for n in others) + " |")
+    record = {
+        "data": relative_to_root(data_bin), "steps": args.steps, "warmup": args.warmup,
+        "threads": torch.get_num_threads(), "systems": systems, "times_s": times,
+        "target_tokens": tokens, "flops": flops, "flop_ceiling": ceiling,
+        "flop_batch": {"src_tokens": list(batches[0]["net_input"]["src_tokens"].shape),
+                       "target": list(batches[0]["target"].shape)},
+        "ratios": {n: {m: dict(zip(("ratio", "low", "high"), r)) for m, r in v.items()}
+                   for n, v in ratios.items()}}
+    print(steps_table(Path(args.json or "bench_steps"), record))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({
-            "data": str(data_bin), "steps": args.steps, "warmup": args.warmup,
-            "threads": torch.get_num_threads(), "systems": systems, "times_s": times,
-            "target_tokens": tokens, "flops": flops, "flop_ceiling": ceiling,
-            "flop_batch": {"src_tokens": list(batches[0]["net_input"]["src_tokens"].shape),
-                           "target": list(batches[0]["target"].shape)},
-            "ratios": {n: {m: dict(zip(("ratio", "low", "high"), r)) for m, r in v.items()}
-                       for n, v in ratios.items()}}, indent=2))
+        Path(args.json).write_text(json.dumps(record, indent=2))
+
+
+def relative_to_root(path: Path) -> str:
+    """``path`` relative to the project root when it lies inside it (archives name no machine
+    paths), else as given."""
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
 
 
 if __name__ == "__main__":

@@ -90,13 +90,116 @@ SRL_SPECS = (  # (comparison, baseline runs, system runs) of examples/srl/experi
 
 
 def srl_blocks():
-    from ssan_plugin.experiments.tables.srl import srl_comparisons, srl_gold_props
+    """Every table of examples/srl/RESULTS.md: each archived run's dev predictions rescored
+    once against the EWT dev gold (and checked against its result.json), curves from its
+    curve.jsonl; the seed-level verdicts over SRL_SPECS."""
+    from ssan_plugin.experiments.tables import srl
     from ssan_plugin.experiments.tables.verdicts import verdict_table
 
     dev = ROOT.parent / "shared" / "data" / "srl" / "ewt" / "dev.gold_conll"
-    gold = srl_gold_props(dev, ROOT / "runs" / "results" / "srl.dev.gold.props")
-    rows = srl_comparisons(ROOT / "examples" / "srl" / "experiments", gold, SRL_SPECS)
-    return {"srl-verdicts": verdict_table(rows, metric="dev F1")}
+    gold = srl.srl_gold_props(dev, ROOT / "runs" / "results" / "srl.dev.gold.props")
+    runs = srl.SrlArchive(ROOT / "examples" / "srl" / "experiments", gold)
+    rows = srl.srl_comparisons(runs, SRL_SPECS)
+
+    def f1(*names, digits=1, key="f1"):  # curve rows: (label, run, valid key, digits)
+        what = {"f1": "dev F1", "accuracy": "dev token accuracy", "loss": "dev loss",
+                "sel": "dev selection rate"}[key]
+        return [(f"{n} {what}", n, key, digits) for n in names]
+
+    def seeds(prefix):
+        return [f"{prefix}_s{s}" for s in sorted(runs.group(prefix))]
+
+    every_500 = (500, 1000, 1500, 2000, 2500, 3000)
+    blocks = {"srl-verdicts": verdict_table(rows, metric="dev F1")}
+    blocks["srl-inputs"] = srl.runs_table(
+        runs, [("wd", "wd_san_s1"), ("d10", "d10_san_s1"), ("d10wd", "d10wd_san_s1")],
+        [srl.flags_column(), srl.P, srl.R, srl.F1, srl.COUNTS, srl.BEST_UPDATE, srl.MINUTES])
+    blocks["srl-inputs-curve"] = srl.curve_table(
+        runs, f1("d10wd_san_s1") + f1("d10wd_san_s1", key="accuracy")
+        + f1("d10_san_s1", "wd_san_s1"), (261, 500, 783, 1000, 1044, 1305, 1500))
+    blocks["srl-tuning"] = srl.runs_table(
+        runs, [(c, f"{c}_san_s1") for c in ("d10", "d10do3", "d10mlp", "d10ls", "d10L6",
+                                            "d10lr2", "d10lr4")],
+        [srl.flags_column(base="d10_san_s1", header="flags added to d10's"), srl.P, srl.R,
+         srl.F1, srl.MINUTES])
+    blocks["srl-d10lr4-3k-runs"] = srl.seeds_table(
+        runs, [("san", "d10lr4-3k_san"), ("ssan", "d10lr4-3k_ssan")], [srl.MINUTES])
+    blocks["srl-d10lr4-3k-curves"] = srl.curve_table(
+        runs, f1(*seeds("d10lr4-3k_san"), *seeds("d10lr4-3k_ssan"))
+        + f1(*seeds("d10lr4-3k_ssan"), key="sel", digits=3), (261,) + every_500)
+    probe = ["d10lr4-3k_san_s2", "d10lr4-3k_ssan_s2", "d10lr2-3k_ssan_s2"]
+    blocks["srl-d10lr2-3k"] = srl.runs_table(
+        runs, [(n, n) for n in probe],
+        [srl.flags_column(), srl.F1, srl.BEST_UPDATE, srl.SELECTION, srl.MINUTES])
+    blocks["srl-d10lr2-3k-curve"] = srl.curve_table(
+        runs, f1(*probe) + f1(*probe[1:], key="sel", digits=3), every_500)
+    blocks["srl-overfit"] = srl.runs_table(
+        runs, [(n, n) for n in ("d10lr4-3k_san_s1", "d10lr4do3-3k_san_s1", "ch32_san_s1")],
+        [srl.flags_column(base="d10lr4-3k_san_s1", header="flags added to d10lr4-3k's"),
+         srl.P, srl.R, srl.F1, srl.f1_at(1305), srl.TRAIN_ACCURACY, srl.MINUTES])
+    blocks["srl-overfit-curve"] = srl.curve_table(
+        runs, f1("d10lr4-3k_san_s1", digits=2) + f1("d10lr4-3k_san_s1", key="accuracy")
+        + f1("d10lr4-3k_san_s1", key="loss", digits=2) + f1("ch32_san_s1", digits=2),
+        every_500)
+    blocks["srl-ch32lr2-runs"] = srl.seeds_table(
+        runs, [("san", "ch32lr2_san"), ("ssan", "ch32lr2_ssan")],
+        [srl.MAX_GNORM, srl.entropy_at(500, 3000), srl.MINUTES])
+    blocks["srl-ch32lr2-curves"] = srl.curve_table(
+        runs, f1(*seeds("ch32lr2_san"), *seeds("ch32lr2_ssan")), every_500)
+    blocks["srl-cap0-runs"] = srl.seeds_table(
+        runs, [("san (ch32lr2)", "ch32lr2_san"), ("ssan, cap 0 (ch32lr2cap0)", "ch32lr2cap0_ssan"),
+               ("ssan, cap 10 (ch32lr2)", "ch32lr2_ssan")],
+        [srl.MAX_GNORM, srl.SELECTION, srl.entropy_at(500, 3000), srl.MINUTES])
+    blocks["srl-cap0-curves"] = srl.curve_table(runs, f1(*seeds("ch32lr2cap0_ssan")), every_500)
+    cap0 = [("san (ch32lr2)", "ch32lr2_san"), ("ssan, cap 0", "ch32lr2cap0_ssan")]
+    blocks["srl-cap0-length"] = srl.breakdown_table(runs, cap0, "by_length")
+    blocks["srl-cap0-distance"] = srl.breakdown_table(runs, cap0, "by_distance")
+    blocks["srl-decay"] = srl.runs_table(
+        runs, [(n, n) for n in ("ch32_san_s1", "ch32decay_san_s1", "ch32decay5k_san_s1")],
+        [srl.flags_column(base="ch32_san_s1", header="flags added to ch32's"), srl.UPDATES,
+         srl.archived_best_f1(), srl.BEST_UPDATE, srl.checkpoint_column(), srl.P, srl.R,
+         srl.F1, srl.MINUTES])
+    plateau = ("ch32decay_san_s1", "ch32decay5k_san_s1", "w256decay_san_s1",
+               "w256decay5k_san_s1")
+    blocks["srl-width"] = srl.runs_table(
+        runs, [(n, n) for n in plateau],
+        [srl.flags_column(base="ch32decay_san_s1", header="flags added to ch32decay's"),
+         srl.UPDATES, srl.P, srl.R, srl.F1, srl.BEST_UPDATE, srl.MINUTES])
+    blocks["srl-width-curves"] = srl.curve_table(
+        runs, f1(*plateau), (500, 1000, 1500, 2000, 2500, 3000, 3500, 4000, 4500, 5000))
+    blocks["srl-decaywd-runs"] = srl.seeds_table(
+        runs, [("san ch32lr2", "ch32lr2_san"),
+               ("san ch32decay (average of the last 4 checkpoints)", "ch32decay_san"),
+               ("san ch32decaywd", "ch32decaywd_san")], [srl.f1_at(3000), srl.MINUTES])
+    blocks["srl-decaywd-curves"] = srl.curve_table(
+        runs, f1("ch32decay_san_s1", *seeds("ch32decaywd_san")),
+        (500, 1000, 1500, 2000, 2250, 2500, 2750, 3000))
+    decaywd = [("san ch32lr2", "ch32lr2_san"), ("san ch32decaywd", "ch32decaywd_san")]
+    blocks["srl-decaywd-length"] = srl.breakdown_table(runs, decaywd, "by_length")
+    blocks["srl-decaywd-distance"] = srl.breakdown_table(runs, decaywd, "by_distance")
+    return blocks
+
+
+def pairs_blocks():
+    """Every table of examples/pairs/RESULTS.md: each archived run's test predictions rescored
+    once against SICK TRIAL (the test split; checked against its result.json); each encoder
+    against SAN, and each encoder's translation start against its scratch start, seed level,
+    Holm over each table."""
+    from ssan_plugin.experiments.tables import pairs
+
+    encoders = ("san", "ssan", "disan", "biblosan", "resa")
+    targets, inits = ("entailment", "relatedness"), ("scratch", "translation")
+    runs = pairs.PairsArchive(ROOT / "examples" / "pairs" / "experiments",
+                              ROOT.parent / "shared" / "data" / "nli" / "sick" / "valid.tsv")
+    against_san = [(f"{t}, {i}", (t, i, "san"), (t, i, e))
+                   for t in targets for i in inits for e in encoders[1:]]
+    transfer = [(f"{t}, {e}", (t, "scratch", e), (t, "translation", e))
+                for t in targets for e in encoders]
+    return {"pairs-runs": pairs.runs_table(runs, targets, inits, encoders),
+            "pairs-verdicts": pairs.pair_verdict_table(
+                pairs.pair_comparisons(runs, against_san, "against SAN")),
+            "pairs-transfer": pairs.pair_verdict_table(
+                pairs.pair_comparisons(runs, transfer, "transfer"))}
 
 
 def readme_blocks():
@@ -113,11 +216,26 @@ def readme_blocks():
                         f"{record['minutes']:.1f} minutes after installation."}
 
 
+def selectors_blocks():
+    """The selector head-to-head (examples/selectors/experiments.json, study prenorm on En-De):
+    verdicts against the baseline, with the baseline and gumbel read from the translation
+    plan's archive (borrowed runs); cost ratios from examples/selectors/bench/*.json
+    (benchmarks/bench_ssan.py --plan); selection by word class and distance from each run's
+    selection.json. Whatever is archived: no run, some, or all."""
+    from ssan_plugin.experiments.runner import Plan
+    from ssan_plugin.experiments.tables.selectors import selector_blocks
+
+    plan = Plan.load(ROOT / "examples" / "selectors" / "experiments.json")
+    return selector_blocks(plan, "prenorm", "en-de", ROOT / "examples" / "selectors" / "bench")
+
+
 FILES = {
     ROOT / "README.md": readme_blocks,
     ROOT / "examples" / "srl" / "RESULTS.md": srl_blocks,
     ROOT / "examples" / "translation" / "RESULTS.md": translation_blocks,
     ROOT / "examples" / "stability" / "RESULTS.md": stability_blocks,
+    ROOT / "examples" / "pairs" / "RESULTS.md": pairs_blocks,
+    ROOT / "examples" / "selectors" / "RESULTS.md": selectors_blocks,
 }
 
 

@@ -19,6 +19,12 @@ whole and above the resident size of an idle `import fairseq, ssan_plugin` proce
     python benchmarks/bench_ssan.py                         # built-in corpus, ~6 min on 2 cores
     python benchmarks/bench_ssan.py --corpus news           # news-length sentences
     python benchmarks/bench_ssan.py --repeats 3 --updates 300
+
+``--plan PLAN.json [--study NAME]`` measures instead the systems of a runner plan's study
+(``ssan-run-experiments``; the first, named ``baseline``, is the reference), each trained with
+the plan's own flags (its ``train`` flags, the study's and the system's, arch and criterion), e.g.
+every selector of the head-to-head (``examples/selectors/experiments.json``). ``--modes``
+chooses the decoding measures (default: all three).
 """
 
 import argparse
@@ -36,6 +42,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from ssan_plugin.cli.arguments import ArgumentParser, positive_int
+from ssan_plugin.experiments.archive import relativize_text
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -69,6 +76,29 @@ def with_ssan_systems(specs, error, option: str) -> dict:
             error(f"{option} {spec!r}: give NAME=FLAGS with a new NAME")
         systems[name] = SYSTEMS["ssan"] + shlex.split(flags)
     return systems
+
+
+def plan_systems(path, study_name, error) -> dict:
+    """{system: fairseq-train flags} of a runner plan's study, in its order: arch, criterion,
+    the plan's ``train`` flags, the study's and the system's; the first system must be called
+    ``baseline`` (the reference of every ratio)."""
+    from ssan_plugin.experiments.runner import Plan
+    from ssan_plugin.translation.textio import PipelineError
+
+    try:
+        plan = Plan.load(path)
+    except PipelineError as err:
+        error(f"--plan: {err}")
+    studies = {s.name: s for s in plan.studies}
+    study = studies.get(study_name) if study_name else plan.studies[0]
+    if study is None:
+        error(f"--study {study_name!r}: the plan has {', '.join(studies)}")
+    if study.systems[0] != "baseline":
+        error(f"--plan: study {study.name!r}'s first system is {study.systems[0]!r}; the "
+              f"reference must be called 'baseline'")
+    return {name: ["--arch", plan.systems[name].arch, "--criterion",
+                   plan.systems[name].criterion, *plan.train, *study.flags,
+                   *plan.systems[name].flags] for name in study.systems}
 
 
 def run_measured(cmd):
@@ -138,14 +168,31 @@ def main():
     ap.add_argument("--ssan-system", action="append", default=[], metavar="NAME=FLAGS",
                     help="also measure SSAN with these extra training flags, e.g. "
                          "narrow='--ssan-policy-dim 64' (repeatable; NAME a new system name)")
+    ap.add_argument("--plan", metavar="PLAN.json",
+                    help="measure the systems of this runner plan's study, with its flags")
+    ap.add_argument("--study", help="the study of --plan (default: its first)")
+    ap.add_argument("--modes", default=",".join(GENERATION),
+                    help="decoding measures, comma-separated (default: all of "
+                         f"{','.join(GENERATION)})")
     args = ap.parse_args()
-    systems = with_ssan_systems(args.ssan_system, ap.error, "--ssan-system")
+    modes = [m for m in args.modes.split(",") if m]
+    if not modes or set(modes) - set(GENERATION):
+        ap.error(f"--modes {args.modes!r}: choose from {','.join(GENERATION)}")
+    if args.plan and args.ssan_system:
+        ap.error("--ssan-system adds to the built-in systems; with --plan, the plan names them")
+    if args.study and not args.plan:
+        ap.error("--study needs --plan")
+    if args.plan:
+        systems, common = plan_systems(args.plan, args.study, ap.error), []
+    else:
+        systems, common = with_ssan_systems(args.ssan_system, ap.error, "--ssan-system"), \
+            [*MODEL, *TRAINING]
     work = Path(args.workdir).resolve() / args.corpus
     work.mkdir(parents=True, exist_ok=True)
     data_bin = prepare_corpus(args.corpus, work, Path(args.shared), args.train_pairs)
     _, idle_rss = run_measured([sys.executable, "-c", "import fairseq, ssan_plugin"])
 
-    results = {name: {"train_wps": [], "peak_rss_mib": [], **{k: [] for k in GENERATION}}
+    results = {name: {"train_wps": [], "peak_rss_mib": [], **{k: [] for k in modes}}
                for name in systems}
     jobs = [(r, name) for r in range(args.repeats) for name in systems]
     checkpoints = {}
@@ -154,7 +201,7 @@ def main():
         shutil.rmtree(save, ignore_errors=True)
         text, rss = run_measured([
             BIN / "fairseq-train", data_bin, "--user-dir", ROOT / "ssan_plugin", "--cpu",
-            *systems[name], *MODEL, *TRAINING,
+            *systems[name], *common,
             "--max-tokens", args.max_tokens, "--max-update", args.updates, "--save-dir", save,
             "--no-epoch-checkpoints", "--disable-validation",
             "--log-format", "simple", "--log-interval", 10, "--seed", 1,
@@ -169,7 +216,7 @@ def main():
             shutil.rmtree(checkpoints[name].parent)
         checkpoints[name] = save / "checkpoint_last.pt"
 
-    decodes = [(r, key, name) for r in range(args.decode_repeats) for key in GENERATION
+    decodes = [(r, key, name) for r in range(args.decode_repeats) for key in modes
                for name in systems]
     for _, key, name in tqdm(decodes, desc="bench decodings"):
         gen, _ = run_measured([
@@ -193,7 +240,7 @@ def main():
             continue
         s = med[name]
         ratios[name] = {
-            **{key: s[key] / b[key] for key in ("train_wps", *GENERATION)},
+            **{key: s[key] / b[key] for key in ("train_wps", *modes)},
             "peak_rss": s["peak_rss_mib"] / b["peak_rss_mib"],
             "peak_rss_above_idle": (s["peak_rss_mib"] - idle_rss) / (b["peak_rss_mib"] - idle_rss),
         }
@@ -201,9 +248,11 @@ def main():
     others = [n for n in systems if n != "baseline"]
     print(f"\ncorpus {args.corpus} (test source: {pieces:.1f} pieces a sentence on average), "
           f"{args.repeats} trainings x {args.updates} updates, {args.decode_repeats} decodings "
-          f"per mode, max-tokens {args.max_tokens}, model: {' '.join(MODEL)}")
-    for name in others[1:]:
-        print(f"{name}: ssan with {' '.join(systems[name][len(SYSTEMS['ssan']):])}")
+          f"per mode, max-tokens {args.max_tokens}, "
+          + (f"systems and flags of {args.plan}" if args.plan else f"model: {' '.join(MODEL)}"))
+    for name in others if args.plan else others[1:]:
+        print(f"{name}: " + (' '.join(systems[name]) if args.plan else
+                             f"ssan with {' '.join(systems[name][len(SYSTEMS['ssan']):])}"))
     print("| measure | baseline | " + " | ".join(others) + " | "
           + " | ".join(f"{n} / baseline" for n in others) + " | target |")
     print("|---" * (3 + 2 * len(others)) + "|")
@@ -213,9 +262,12 @@ def main():
             ("generation sentences/s, free length", "gen_sps", "gen_sps", "{:.1f}", "(depends on the outputs)"),
             ("peak RSS (MiB)", "peak_rss_mib", "peak_rss", "{:.0f}", "<= 1.10")]
     for label, key, ratio_key, fmt, target in rows:
+        if key not in med["baseline"]:
+            continue  # a decoding mode not measured (--modes)
         values = [fmt.format(med[n][key]) for n in ["baseline", *others]]
         print(f"| {label} | " + " | ".join(values) + " | "
-              + " | ".join(f"{ratios[n][ratio_key]:.3f}" for n in others) + f" | {target} |")
+              + " | ".join(f"{ratios[n][ratio_key]:.3f}" for n in others)
+              + f" | {'' if args.plan else target} |")  # the targets are SSAN's
     above = [f"{med[n]['peak_rss_mib'] - idle_rss:.0f}" for n in ["baseline", *others]]
     print(f"| peak RSS above idle import ({idle_rss:.0f} MiB) | " + " | ".join(above) + " | "
           + " | ".join(f"{ratios[n]['peak_rss_above_idle']:.3f}" for n in others) + " | |")
@@ -224,7 +276,11 @@ def main():
         Path(args.json).write_text(json.dumps({
             "corpus": args.corpus, "mean_source_pieces": pieces,
             "systems": systems, "runs": results, "median": med,
-            "ratios": ratios["ssan"], "ratios_by_system": ratios, "idle_rss_mib": idle_rss},
+            "ratios": ratios.get("ssan"), "ratios_by_system": ratios, "idle_rss_mib": idle_rss,
+            "settings": {"updates": args.updates, "repeats": args.repeats,
+                         "decode_repeats": args.decode_repeats, "max_tokens": args.max_tokens,
+                         "modes": modes, "plan": args.plan and relativize_text(
+                             str(Path(args.plan).resolve())), "study": args.study}},
             indent=2))
 
 

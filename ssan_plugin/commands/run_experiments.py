@@ -4,6 +4,10 @@
     ssan-run-experiments --plan ... --out ... --status      # what is done, what is left
     ssan-run-experiments --plan ... --out ... --only en-de --limit 2
 
+A plan may borrow a system's runs from another plan (never trained here, checked to be the
+same runs when the plan loads) and archive selection statistics per run (plan keys ``borrow``
+of a study and ``selection``; see the runner's docstring).
+
 Kill it at any time and start it again: finished runs are skipped, a killed training resumes
 from its last checkpoint. Pooled tables per study and pair are rewritten in OUT/results/ as
 seeds finish. See ssan_plugin/experiments/runner.py for the plan format and the steps.
@@ -51,9 +55,25 @@ def main(argv=None):
     if args.status:
         rows = runner.status()
         for row in rows:
-            print(f"{row['state']:8} {row['run']}")
-        done = sum(r["state"] in ("decoded", "archived") for r in rows)
-        print(f"{done}/{len(rows)} runs done")
+            line = f"{row['state']:8} {row['run']}"
+            if "source" in row:
+                line += f"  <- {row['source']}: {row['source_state']} there"
+            if "selection" in row:
+                line += f"  (selection: {row['selection']})"
+            print(line)
+        done = sum(r["state"] in ("decoded", "archived") or r.get("source_state") in
+                   ("decoded", "archived") for r in rows)
+        borrowed = [r for r in rows if r["state"] == "borrowed"]
+        note = ""
+        if borrowed:
+            there = sum(r["source_state"] in ("decoded", "archived") for r in borrowed)
+            note = f" ({len(borrowed)} borrowed, never trained here: {there} decoded in their plan)"
+        print(f"{done}/{len(rows)} runs done{note}")
+        analysed = [r["selection"] for r in rows if "selection" in r]
+        if analysed:
+            print(f"selection statistics: {analysed.count('archived')}/{len(analysed)} archived, "
+                  f"{analysed.count('todo')} to make now, {analysed.count('pending')} after "
+                  f"their runs, {analysed.count('no checkpoint')} without a checkpoint here")
         return 0
     try:
         runner.run(only=args.only, limit=args.limit)

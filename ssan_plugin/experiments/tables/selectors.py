@@ -1,0 +1,324 @@
+"""Tables of the selector head-to-head (``examples/selectors``): a runner plan whose study trains
+every selector and borrows the baseline and SSAN (``gumbel``) from the translation plan's
+archive (``runner.Plan.archived_outputs`` finds a run's test outputs in whichever archive holds
+them).
+
+- :func:`selector_rows` / :func:`verdict_table`: per system its archived seeds, BLEU (recomputed
+  from the hypotheses and checked against ``test.json``) and chrF, and against the study's
+  baseline the seed-level test (Δ, its 95 % interval, p, Holm over the table's comparisons,
+  the per-seed deltas), with the evaluation selection rate: ``valid_sel`` of the validation
+  that chose ``checkpoint_best.pt`` (the lowest ``valid_loss`` of ``curve.jsonl``; between equal
+  logged losses the later one, as fairseq keeps a new best on ``<=``), on the valid split, in
+  evaluation mode (no sampling), as the selective criterion counts it;
+- :func:`cost_table`: the committed outputs of ``benchmarks/bench_ssan.py --plan ... --json``
+  (training words/s, teacher-forced scoring sentences/s, peak resident memory, each a ratio of
+  the baseline's measured in the same invocation);
+- :func:`selection_table`: each run's archived ``selection.json`` (``ssan-selection-stats``):
+  key selection rate by word class and by word distance, pooled over layers and heads, then
+  averaged over the seeds that have one.
+
+Every function works on whatever is archived: no run, some, or all.
+"""
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..archive import relativize_text
+from .archives import archive_json, archived, archived_record, curve_records
+from .blocks import ResultsError
+from .translation import bleu_scorer, run_stats, test_reference
+from .verdicts import Comparison, apply_holm
+
+#: distance buckets of the selection table: (label, lowest, highest or None)
+DISTANCE_BUCKETS = (("0", 0, 0), ("1", 1, 1), ("2–3", 2, 3), ("4–7", 4, 7), ("8–15", 8, 15),
+                    ("≥ 16", 16, None))
+WORD_CLASSES = ("content", "function", "punctuation")
+#: the measures of the cost table: (label, key of bench_ssan.py's medians, format)
+COST_MEASURES = (("training words/s", "train_wps", "{:.0f}"),
+                 ("scoring sentences/s", "score_sps", "{:.1f}"),
+                 ("peak RSS MiB", "peak_rss_mib", "{:.0f}"))
+
+
+def _study(plan, study: str):
+    found = next((s for s in plan.studies if s.name == study), None)
+    if found is None:
+        raise ResultsError(f"{plan.path}: no study {study!r}")
+    return found
+
+
+def head_to_head_runs(plan, study: str, pair: str) -> Dict[str, Dict[int, Tuple[Path, str]]]:
+    """{system: {seed: (archive directory, hypotheses file)}} of the study's archived runs on
+    ``pair``, in the study's system order (borrowed runs from the other plan's archive)."""
+    found: Dict[str, Dict[int, Tuple[Path, str]]] = {s: {} for s in _study(plan, study).systems}
+    for run in plan.runs():
+        if run.study.name == study and run.pair.name == pair:
+            outputs = plan.archived_outputs(run)
+            if outputs is not None:
+                found[run.system.name][run.seed] = outputs
+    return found
+
+
+def best_validation(run_dir: Path) -> dict:
+    """The validation record that chose ``checkpoint_best.pt``: the lowest ``valid_loss``, the
+    later of equal ones (fairseq replaces its best on ``<=``)."""
+    path = run_dir / "curve.jsonl"
+    best, best_loss = None, math.inf
+    for number, record in enumerate(curve_records(run_dir), 1):
+        if record.get("kind") == "valid":
+            loss = archived_record(path, number, record, "valid_loss")
+            if loss <= best_loss:
+                best, best_loss = record, loss
+    if best is None:
+        raise ResultsError(f"{path}: no validation record")
+    return best
+
+
+def evaluation_selection_rate(run_dir: Path) -> Optional[float]:
+    """``valid_sel`` of :func:`best_validation`; None for a run that logs no selection."""
+    record = best_validation(run_dir)
+    if "valid_sel" not in record:
+        return None
+    try:
+        return float(record["valid_sel"])
+    except (TypeError, ValueError):
+        raise ResultsError(f"{run_dir / 'curve.jsonl'}: valid_sel {record['valid_sel']!r} is "
+                           f"not a number") from None
+
+
+@dataclass
+class SelectorRow:
+    """One system of the head-to-head: its archived seeds and, against the baseline, the
+    comparison (None with fewer than two seeds a side)."""
+
+    system: str
+    borrowed: Optional[str]  # "PLAN STUDY/SYSTEM" of the runs' source, or None
+    seeds: List[int]
+    bleu: List[float]
+    chrf: List[float]
+    selection: List[float]  # evaluation selection rate per seed that logs one
+    comparison: Optional[Comparison] = None
+
+
+def selector_rows(plan, study: str, pair: str, table: str = "selectors",
+                  n_samples: int = 1000, seed: int = 12345) -> List[SelectorRow]:
+    """Every system of ``study`` on ``pair`` (the baseline first), with the seed-level test of
+    each system against the baseline where both have two seeds or more; Holm over those."""
+    found = head_to_head_runs(plan, study, pair)
+    the_study = _study(plan, study)
+    the_pair = plan.pairs[pair]
+    base_name = the_study.systems[0]
+    rows, comparisons = [], []
+    ref = score = None
+    if any(found.values()):
+        ref = test_reference(the_pair)
+        score = bleu_scorer(ref, the_pair.tgt)[1]
+
+    def stats(system, s):
+        run_dir, hyp = found[system][s]
+        return run_stats(run_dir, hyp, ref, the_pair.tgt)
+
+    for system in the_study.systems:
+        runs = found[system]
+        seeds = sorted(runs)
+        for s in seeds:  # every run's BLEU recomputed and checked against its test.json
+            stats(system, s)
+        borrow = the_study.borrow.get(system)
+        row = SelectorRow(
+            system=system, seeds=seeds,
+            borrowed=None if borrow is None else f"{relativize_text(borrow.plan)} "
+                                                 f"{borrow.study}/{borrow.system}",
+            bleu=[archived(runs[s][0] / "test.json", "systems", 0, "bleu") for s in seeds],
+            chrf=[archived(runs[s][0] / "test.json", "systems", 0, "chrf") for s in seeds],
+            selection=[r for r in (evaluation_selection_rate(runs[s][0]) for s in seeds)
+                       if r is not None])
+        base_seeds = sorted(found[base_name])
+        if system != base_name and len(seeds) >= 2 and len(base_seeds) >= 2:
+            from ...stats.significance import seed_level_test
+
+            result = seed_level_test([stats(base_name, s) for s in base_seeds],
+                                     [stats(system, s) for s in seeds], score,
+                                     [str(s) for s in base_seeds], [str(s) for s in seeds],
+                                     n_samples, seed)
+            paired = [int(s) for s in result.baseline_seeds]
+            row.comparison = Comparison(
+                table=table, label=f"{study} {pair}", system=system, baseline=base_name,
+                baseline_scores=[score(stats(base_name, s).sum(0)) for s in paired],
+                system_scores=[score(stats(system, s).sum(0)) for s in seeds], result=result)
+            comparisons.append(row.comparison)
+        rows.append(row)
+    apply_holm(comparisons)
+    return rows
+
+
+def _mean_sd(values: Sequence[float], digits: int = 2) -> str:
+    if not values:
+        return "—"
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f}"
+    return f"{np.mean(values):.{digits}f} ± {np.std(values, ddof=1):.{digits}f}"
+
+
+def verdict_table(rows: Sequence[SelectorRow]) -> str:
+    """Markdown, one row per system: its seeds, BLEU mean ± sd over seeds, chrF mean, Δ BLEU
+    against the baseline with the seed-level 95 % interval (on the seeds both have, when the
+    system's are among the baseline's), p, Holm-corrected p over the table, per-seed Δ, how
+    many share Δ's sign, the verdict, and the evaluation selection rate (mean ± sd over seeds)."""
+    tests = sum(r.comparison is not None for r in rows)
+    out = [f"| system | seeds | BLEU mean ± sd | chrF mean | Δ BLEU vs baseline [95% interval, "
+           f"seeds and sentences] | p (seeds) | p (Holm, {tests} tests) | per-seed Δ | same "
+           f"sign | verdict | evaluation selection rate |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        name = f"{r.system} (borrowed: {r.borrowed})" if r.borrowed else r.system
+        seeds = " ".join(str(s) for s in r.seeds) if r.seeds else "none yet"
+        bleu = _mean_sd(r.bleu)
+        chrf = f"{np.mean(r.chrf):.2f}" if r.chrf else "—"
+        if r.selection:
+            sel = _mean_sd(r.selection, 3)
+        elif r.seeds and not r.selection:
+            sel = "— (no selection: every pair)"
+        else:
+            sel = "—"
+        c = r.comparison
+        if c is None:
+            cells = ["", "", "", "", "", ""] if r is rows[0] else \
+                ["— (fewer than two seeds a side)", "", "", "", "", ""]
+        else:
+            res = c.result
+            low, high = res.ci
+            per_seed = " ".join(f"{d:+.2f}" for d in res.per_seed) if res.per_seed \
+                else "unpaired"
+            cells = [f"{res.delta:+.2f} [{low:+.2f}, {high:+.2f}]", f"{res.p_value:.3g}",
+                     f"{c.p_holm:.3g}", per_seed,
+                     f"{res.same_sign}/{len(res.per_seed)}" if res.per_seed else "",
+                     c.verdict]
+        out.append(f"| {name} | {seeds} | {bleu} | {chrf} | " + " | ".join(cells)
+                   + f" | {sel} |")
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------- cost
+def cost_table(paths: Sequence[Path], systems: Sequence[str]) -> str:
+    """Markdown from ``benchmarks/bench_ssan.py --plan ... --json`` outputs, one block of rows
+    per file: per system the medians of training words/s, teacher-forced scoring sentences/s
+    and peak RSS, each with its ratio to the baseline of the same file, and the ratio of peak
+    RSS above an idle ``import fairseq, ssan_plugin``. ``systems``: the order of the rows (the
+    study's); a system a file did not measure gets no row."""
+    if not paths:
+        return ("No cost archive yet: `examples/selectors/bench/` holds no "
+                "`bench_ssan.py --plan` JSON.")
+    out = ["| bench | system | " + " | ".join(f"{label} | / baseline"
+                                               for label, _, _ in COST_MEASURES)
+           + " | peak RSS above idle / baseline |", "|---|---|" + "---|---|" * len(COST_MEASURES)
+           + "---|"]
+    for path in paths:
+        record = archive_json(path)
+        measured = archived(path, "median", number=False, data=record)
+        if not isinstance(measured, dict) or "baseline" not in measured:
+            raise ResultsError(f"{path}: key 'median' must name the systems, 'baseline' among "
+                               f"them")
+        idle = archived(path, "idle_rss_mib", data=record)
+        # a measure the file lacks (bench_ssan.py --modes without score_sps) is shown as —
+        keys = [key for _, key, _ in COST_MEASURES if key in measured["baseline"]]
+        base = {key: archived(path, "median", "baseline", key, data=record) for key in keys}
+        corpus = archived(path, "corpus", number=False, data=record)
+        pieces = archived(path, "mean_source_pieces", data=record)
+        settings = record.get("settings") or {}
+        budget = (f", {settings['repeats']} x {settings['updates']} updates"
+                  if {"repeats", "updates"} <= set(settings) else "")
+        label = f"{path.name} ({corpus}, {pieces:.1f} source pieces{budget})"
+        for system in [s for s in systems if s in measured]:
+            values = {key: archived(path, "median", system, key, data=record) for key in keys}
+            cells = []
+            for _, key, fmt in COST_MEASURES:
+                cells += [fmt.format(values[key]), f"{values[key] / base[key]:.3f}"] \
+                    if key in values else ["—", "—"]
+            above = (values["peak_rss_mib"] - idle) / (base["peak_rss_mib"] - idle)
+            out.append(f"| {label} | {system} | " + " | ".join(cells) + f" | {above:.3f} |")
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------- selection
+def pooled_rates(path: Path) -> Dict[str, float]:
+    """From one ``selection.json``: the key selection rate of each word class and distance
+    bucket, selected / possible pairs summed over every layer and head (NaN where nothing was
+    possible)."""
+    data = archive_json(path)
+    layers = archived(path, "layers", number=False, data=data)
+    if not isinstance(layers, list):
+        raise ResultsError(f"{path}: key 'layers' must be a list")
+    sums = {name: [0.0, 0.0] for name in WORD_CLASSES}
+    sums.update({label: [0.0, 0.0] for label, _, _ in DISTANCE_BUCKETS})
+    for k, layer in enumerate(layers):
+        by_class = archived(path, "layers", k, "keys", "by_class", number=False, data=data)
+        for name in WORD_CLASSES:
+            if name in by_class:
+                sums[name][0] += archived(path, "layers", k, "keys", "by_class", name,
+                                          "selected", data=data)
+                sums[name][1] += archived(path, "layers", k, "keys", "by_class", name,
+                                          "possible", data=data)
+        distances = archived(path, "layers", k, "distance", number=False, data=data)
+        for j, _ in enumerate(distances):
+            d = archived(path, "layers", k, "distance", j, "distance", data=data)
+            for label, low, high in DISTANCE_BUCKETS:
+                if d >= low and (high is None or d <= high):
+                    sums[label][0] += archived(path, "layers", k, "distance", j, "selected",
+                                               data=data)
+                    sums[label][1] += archived(path, "layers", k, "distance", j, "possible",
+                                               data=data)
+    return {name: s / p if p else float("nan") for name, (s, p) in sums.items()}
+
+
+def selection_table(plan, study: str, pair: str) -> str:
+    """Markdown, one row per analysed system with at least one archived ``selection.json``:
+    the seeds analysed, the CoNLL file's sentences, and the mean over those seeds of
+    :func:`pooled_rates`: keys by word class, content / function, and by word distance."""
+    the_study = _study(plan, study)
+    by_system: Dict[str, List[Tuple[int, Dict[str, float], int]]] = {}
+    for run in plan.runs():
+        if run.study.name != study or run.pair.name != pair or not plan.analysed(run):
+            continue
+        path = plan.selection_file(run)
+        if path is not None and path.is_file():
+            sentences = int(archived(path, "n_sentences"))
+            by_system.setdefault(run.system.name, []).append(
+                (run.seed, pooled_rates(path), sentences))
+    if not by_system:
+        return "No selection statistics archived yet."
+    out = ["| system | seeds | sentences | keys: content | keys: function | keys: punctuation | "
+           "content / function | " + " | ".join(f"distance {label}"
+                                                for label, _, _ in DISTANCE_BUCKETS) + " |",
+           "|---|---|---|---|---|---|---|" + "---|" * len(DISTANCE_BUCKETS)]
+
+    def cell(values):
+        values = [v for v in values if not math.isnan(v)]
+        return f"{np.mean(values):.3f}" if values else "—"
+
+    for system in the_study.systems:
+        runs = sorted(by_system.get(system, []), key=lambda x: x[0])
+        if not runs:
+            continue
+        rates = [r for _, r, _ in runs]
+        ratio = [r["content"] / r["function"] for r in rates
+                 if r["function"] and not math.isnan(r["content"] / r["function"])]
+        out.append(f"| {system} | {' '.join(str(s) for s, _, _ in runs)} | "
+                   f"{'/'.join(sorted({str(n) for _, _, n in runs}))} | "
+                   + " | ".join(cell([r[c] for r in rates]) for c in WORD_CLASSES)
+                   + f" | {f'{np.mean(ratio):.3f}' if ratio else '—'} | "
+                   + " | ".join(cell([r[label] for r in rates])
+                                for label, _, _ in DISTANCE_BUCKETS) + " |")
+    return "\n".join(out)
+
+
+def selector_blocks(plan, study: str, pair: str, bench_dir: Path) -> Dict[str, str]:
+    """The generated blocks of ``examples/selectors/RESULTS.md``: ``selectors-verdicts``,
+    ``selectors-cost`` (every ``*.json`` of ``bench_dir``) and ``selectors-selection``."""
+    systems = _study(plan, study).systems
+    bench = sorted(Path(bench_dir).glob("*.json")) if Path(bench_dir).is_dir() else []
+    return {"selectors-verdicts": verdict_table(selector_rows(plan, study, pair)),
+            "selectors-cost": cost_table(bench, systems),
+            "selectors-selection": selection_table(plan, study, pair)}

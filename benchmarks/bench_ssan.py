@@ -82,7 +82,7 @@ def plan_systems(path, study_name, error) -> dict:
     """{system: fairseq-train flags} of a runner plan's study, in its order: arch, criterion,
     the plan's ``train`` flags, the study's and the system's; the first system must be called
     ``baseline`` (the reference of every ratio)."""
-    from ssan_plugin.experiments.runner import Plan
+    from ssan_plugin.experiments.plan import Plan
     from ssan_plugin.translation.textio import PipelineError
 
     try:

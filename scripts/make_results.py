@@ -26,7 +26,7 @@ STABILITY_PLAN = ROOT / "examples" / "stability" / "demo_plan.json"
 
 
 def translation_blocks():
-    from ssan_plugin.experiments.runner import Plan
+    from ssan_plugin.experiments.plan import Plan
     from ssan_plugin.experiments.tables.translation import runs_table, translation_comparisons
     from ssan_plugin.experiments.tables.verdicts import power_table, verdict_table
 
@@ -43,7 +43,8 @@ def translation_blocks():
 
 
 def stability_blocks():
-    from ssan_plugin.experiments.runner import Plan, Runner
+    from ssan_plugin.experiments.plan import Plan
+    from ssan_plugin.experiments.runner import Runner
     from ssan_plugin.experiments.tables.stability import seed_spreads, spread_table
     from ssan_plugin.experiments.tables.translation import translation_comparisons
     from ssan_plugin.experiments.tables.verdicts import verdict_table
@@ -222,7 +223,7 @@ def selectors_blocks():
     plan's archive (borrowed runs); cost ratios from examples/selectors/bench/*.json
     (benchmarks/bench_ssan.py --plan); selection by word class and distance from each run's
     selection.json. Whatever is archived: no run, some, or all."""
-    from ssan_plugin.experiments.runner import Plan
+    from ssan_plugin.experiments.plan import Plan
     from ssan_plugin.experiments.tables.selectors import selector_blocks
 
     plan = Plan.load(ROOT / "examples" / "selectors" / "experiments.json")

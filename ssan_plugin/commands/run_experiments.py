@@ -10,7 +10,7 @@ of a study and ``selection``; see the runner's docstring).
 
 Kill it at any time and start it again: finished runs are skipped, a killed training resumes
 from its last checkpoint. Pooled tables per study and pair are rewritten in OUT/results/ as
-seeds finish. See ssan_plugin/experiments/runner.py for the plan format and the steps.
+seeds finish. See ssan_plugin/experiments/plan.py for the plan format, runner.py for the steps.
 """
 
 import argparse
@@ -19,7 +19,8 @@ import sys
 from ssan_plugin.cli.arguments import ArgumentParser, input_file_arg, positive_int, script_main
 from ssan_plugin.cli.files import Input, guard_outputs, output_dir
 from ssan_plugin.commands import program_name
-from ssan_plugin.experiments.runner import Plan, Runner
+from ssan_plugin.experiments.plan import Plan
+from ssan_plugin.experiments.runner import Runner
 
 
 def prog() -> str:

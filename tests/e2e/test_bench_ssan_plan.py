@@ -17,7 +17,7 @@ def test_plan_systems_are_the_studys_with_the_plans_flags():
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from bench_ssan import plan_systems
 
-    from ssan_plugin.experiments.runner import Plan
+    from ssan_plugin.experiments.plan import Plan
 
     plan = Plan.load(PLAN)
     (study,) = plan.studies

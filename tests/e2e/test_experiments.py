@@ -14,7 +14,8 @@ import torch
 
 import ssan_plugin  # noqa: F401  (torch.load allow-list)
 from conftest import ROOT, TINY_MODEL, cli_env
-from ssan_plugin.experiments.runner import Plan, Runner
+from ssan_plugin.experiments.plan import Plan
+from ssan_plugin.experiments.runner import Runner
 
 COMMAND = ["-m", "ssan_plugin.commands.run_experiments"]
 

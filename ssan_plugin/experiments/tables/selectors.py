@@ -1,6 +1,6 @@
 """Tables of the selector head-to-head (``examples/selectors``): a runner plan whose study trains
 every selector and borrows the baseline and SSAN (``gumbel``) from the translation plan's
-archive (``runner.Plan.archived_outputs`` finds a run's test outputs in whichever archive holds
+archive (``plan.Plan.archived_outputs`` finds a run's test outputs in whichever archive holds
 them).
 
 - :func:`selector_rows` / :func:`verdict_table`: per system its archived seeds, BLEU (recomputed

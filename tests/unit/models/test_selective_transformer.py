@@ -16,7 +16,7 @@ from helpers.srl_cli import tiny05  # noqa: F401  (fixture)
 import ssan_plugin  # noqa: F401
 from conftest import PLUGIN_DIR, ROOT, TINY_MODEL
 from ssan_plugin.cli.errors import OptionError
-from ssan_plugin.experiments.runner import Plan
+from ssan_plugin.experiments.plan import Plan
 from ssan_plugin.modules.selectors import SELECTORS, SelectorMultiheadAttention
 
 CRITERION = ["--criterion", "selective_label_smoothed_cross_entropy", "--label-smoothing", "0.1"]

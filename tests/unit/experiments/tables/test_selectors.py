@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from sacrebleu.metrics import BLEU
 
-from ssan_plugin.experiments.runner import Plan
+from ssan_plugin.experiments.plan import Plan
 from ssan_plugin.experiments.tables.blocks import ResultsError
 from ssan_plugin.experiments.tables.selectors import (
     best_validation,

@@ -39,7 +39,27 @@ def translation_blocks():
     ssan = [r for r in rows if r.system == "ssan"]
     return {"translation-verdicts": verdict_table(rows),
             "translation-power": power_table(ssan),
-            "translation-runs": runs_table(plan)}
+            "translation-runs": runs_table(plan), **translation_cost_blocks()}
+
+
+TRANSLATION_BENCH = ROOT / "examples" / "translation" / "bench"
+COST_BLOCKS = (  # (block key, archive of make bench, table maker name)
+    ("translation-cost-process-builtin", "process.builtin.json", "process_table"),
+    ("translation-cost-process-news", "process.news.json", "process_table"),
+    ("translation-cost-steps-builtin", "steps.builtin.json", "steps_table"),
+    ("translation-cost-steps-news", "steps.news.json", "steps_table"),
+    ("translation-cost-layers-train", "layers_train/bench_encoder_layers.csv", "layers_table"),
+    ("translation-cost-layers-eval", "layers_eval/bench_encoder_layers.csv", "layers_table"),
+)
+
+
+def translation_cost_blocks():
+    """The cost tables of `make bench`'s archive (examples/translation/bench/), each whose
+    archive exists; a block whose archive is missing stays unfilled, which main() refuses."""
+    from ssan_plugin.experiments.tables import bench
+
+    return {key: getattr(bench, maker)(TRANSLATION_BENCH / name)
+            for key, name, maker in COST_BLOCKS if (TRANSLATION_BENCH / name).is_file()}
 
 
 def stability_blocks():
@@ -242,7 +262,7 @@ FILES = {
 
 @script_main(prog="make_results.py")
 def main(argv=None):
-    from ssan_plugin.experiments.tables.blocks import fill_blocks
+    from ssan_plugin.experiments.tables.blocks import block_keys, fill_blocks
 
     ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", action="store_true",
@@ -251,7 +271,13 @@ def main(argv=None):
     stale = []
     for path, make in tqdm(FILES.items(), desc="results", unit=" files"):
         text = path.read_text(encoding="utf-8")
-        new = fill_blocks(text, make())
+        blocks = make()
+        unmade = [k for k in block_keys(text) if k not in blocks]
+        if unmade:  # a table whose archive is gone would otherwise keep its old numbers
+            print(f"make_results.py: {path.relative_to(ROOT)}: nothing to regenerate "
+                  f"{', '.join(unmade)} from (its archive is missing)", file=sys.stderr)
+            return 1
+        new = fill_blocks(text, blocks)
         if new == text:
             continue
         rel = path.relative_to(ROOT)

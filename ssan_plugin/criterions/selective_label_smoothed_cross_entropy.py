@@ -159,6 +159,8 @@ class SelectiveLabelSmoothedCrossEntropyCriterion(LabelSmoothedCrossEntropyCrite
         self.reward_loss = str(resa_reward_loss)
         self.running_baseline: Optional[float] = None
         self._model_checked = False
+        # {layer index: token selector?} of the model's selective layers (check_model)
+        self._selective_layers: Dict[int, bool] = {}
 
     # -- the pieces of forward ----------------------------------------------------------------
 
@@ -177,6 +179,10 @@ class SelectiveLabelSmoothedCrossEntropyCriterion(LabelSmoothedCrossEntropyCrite
             m.report_statistics = True
             m.rate_gradient = bool(self.select_scale)
             m.entropy_gradient = bool(self.nce_scale)
+        self._selective_layers = {
+            index: attention.token_selector for encoder in model.modules()
+            if callable(getattr(encoder, "selective_layers", None))
+            for index, attention in encoder.selective_layers().items()}
         self._model_checked = True
 
     @staticmethod
@@ -282,10 +288,16 @@ class SelectiveLabelSmoothedCrossEntropyCriterion(LabelSmoothedCrossEntropyCrite
             logging_output["total"] = utils.item(mask.sum())
         return loss, sample_size, logging_output
 
-    @staticmethod
-    def selection_logging(records: List[SelectionStats]) -> Dict[str, float]:
-        """Summable logging entries per selective layer."""
+    def selection_logging(self, records: List[SelectionStats]) -> Dict[str, float]:
+        """Summable logging entries per selective layer: the same keys in every forward, zero
+        for a layer that did not run (layer drop), since fairseq sums the logging outputs of
+        distributed ranks as one flat tensor of the first rank's keys."""
         out = {}
+        for i, token_selector in self._selective_layers.items():
+            keys = ["sel_selected", "sel_pairs", "sel_entropy", "sel_decisions"]
+            if token_selector:
+                keys += ["resa_head_selected", "resa_dep_selected", "resa_tokens"]
+            out.update({f"{key}_{i}": 0.0 for key in keys})
         for record in records:
             i = record.layer
             out[f"sel_selected_{i}"] = utils.item(record.pairs_selected)

@@ -114,9 +114,15 @@ class VariantTransformerEncoder(TransformerEncoderBase):
         return wrap_encoder_layer(layer, cfg)
 
     def forward(self, src_tokens, src_lengths=None, return_all_hiddens=False, token_embeddings=None):
+        self.take_selection_stats()  # stale records (an activation-checkpointing recomputation)
         out = super().forward(src_tokens, src_lengths, return_all_hiddens, token_embeddings)
         out["selection_stats"] = self.take_selection_stats()
         return out
+
+    def selective_layers(self) -> Dict[int, SelectionReporter]:
+        """{layer index: its selective attention}, every layer that can report a record."""
+        return {index: self.layers[index].self_attn for index in self.variant_layers
+                if isinstance(self.layers[index].self_attn, SelectionReporter)}
 
     def forward_torchscript(self, net_input):
         """fairseq's decoding entry (sequence generator, interactive, hub): the same encoder

@@ -96,6 +96,8 @@ def compact(mask: Tensor) -> Tuple[Tensor, Tensor]:
 
 
 class ReSAAttention(SelectionReporter, VariantSelfAttention):
+    token_selector = True
+
     def __init__(
         self,
         embed_dim: int,

@@ -106,6 +106,8 @@ class SelectionReporter:
     #: keeps the default, every term differentiable.
     rate_gradient: bool = True
     entropy_gradient: bool = True
+    #: whether its records carry the token counts of a token selector (ReSA's samplers)
+    token_selector: bool = False
 
     def wants_statistics(self) -> bool:
         """Whether this forward should report a record (see ``report_statistics``)."""

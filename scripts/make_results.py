@@ -36,7 +36,7 @@ def translation_blocks():
              "pre-norm En-De": 3}
     rows.sort(key=lambda r: (order.get(r.label, 9), plan.studies[0].systems.index(r.system)
                              if r.system in plan.studies[0].systems else 99))
-    ssan = [r for r in rows if r.system == "ssan"]
+    ssan = [r for r in rows if r.system in ("ssan", "ssan_cap0")]  # from scratch: the six-seed study
     return {"translation-verdicts": verdict_table(rows),
             "translation-power": power_table(ssan),
             "translation-runs": runs_table(plan), **translation_cost_blocks()}

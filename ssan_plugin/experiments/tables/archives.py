@@ -2,8 +2,9 @@
 :class:`ResultsError` naming the file and the key or line, never a traceback or a silent gap."""
 
 import json
+import re
 from pathlib import Path
-from typing import List
+from typing import Dict, List
 
 from .blocks import ResultsError
 
@@ -66,3 +67,35 @@ def curve_records(run_dir: Path) -> List[dict]:
             raise ResultsError(f"{path}:{number}: expected a JSON object")
         records.append(record)
     return records
+
+
+RESULT = "result.json"
+
+
+class SeedRunArchive:
+    """A runner's archive of run directories ``PREFIX_sSEED`` (``run_srl.py``,
+    ``run_pairs.py``), each finished run holding a ``result.json``; each read at most once."""
+
+    def __init__(self, archive: Path):
+        self.archive = Path(archive)
+        self._results: Dict[str, dict] = {}
+
+    def run_dir(self, name: str) -> Path:
+        d = self.archive / name
+        if not (d / RESULT).is_file():
+            raise ResultsError(f"{d / RESULT}: no archived run {name} ({RESULT} missing)")
+        return d
+
+    def result(self, name: str) -> dict:
+        if name not in self._results:
+            self._results[name] = archive_json(self.run_dir(name) / RESULT)
+        return self._results[name]
+
+    def prefixed_seeds(self, prefix: str) -> Dict[int, str]:
+        """{seed: run name} of the archived runs ``PREFIX_sSEED``."""
+        found = {}
+        for d in sorted(self.archive.glob(f"{prefix}_s*")):
+            match = re.fullmatch(rf"{re.escape(prefix)}_s(\d+)", d.name)
+            if match and (d / RESULT).is_file():
+                found[int(match.group(1))] = d.name
+        return found

@@ -4,18 +4,16 @@ gold with the project's pair metrics (``pairs.metrics``) and checked against its
 ``result.json``; per-run test metrics; seed-level comparisons of the headline metric (accuracy
 for entailment, Pearson r for relatedness) with Holm's correction over each table."""
 
-import re
 import statistics
 from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
 
 from ...stats.significance import paired_bootstrap, seed_level_test
-from .archives import archive_json, archived
+from .archives import RESULT, SeedRunArchive, archived
 from .blocks import ResultsError
 from .verdicts import Comparison, apply_holm
 
 PREDICTIONS = "test.predictions.tsv"
-RESULT = "result.json"
 #: target -> (result.json section, headline metric, how tables name it, digits)
 HEADLINE = {"entailment": ("entailment", "accuracy", "accuracy %", 2),
             "relatedness": ("relatedness", "pearson", "Pearson r", 3)}
@@ -25,7 +23,7 @@ TOLERANCE = {"accuracy": 1e-9, "macro_f1": 1e-9, "pearson": 1e-4, "spearman": 1e
              "mse": 1e-3}
 
 
-class PairsArchive:
+class PairsArchive(SeedRunArchive):
     """The runs of a ``run_pairs.py`` archive, each rescored at most once: its test
     predictions read against the gold pairs (``pairs.evaluate.read_predictions``: the subset's
     pair ids in order, labels from the label set, finite scores), scored with
@@ -33,12 +31,11 @@ class PairsArchive:
     when a metric differs from the one its ``result.json`` archived."""
 
     def __init__(self, archive: Path, gold_tsv: Path):
-        self.archive = Path(archive)
+        super().__init__(archive)
         self.gold_tsv = Path(gold_tsv)
         self._gold = None
         self._columns: Dict[str, dict] = {}
         self._metrics: Dict[str, dict] = {}
-        self._results: Dict[str, dict] = {}
 
     @property
     def gold(self):
@@ -59,26 +56,9 @@ class PairsArchive:
     def gold_columns(self) -> Dict[str, list]:
         return {"label": [p.label for p in self.gold], "score": [p.score for p in self.gold]}
 
-    def run_dir(self, name: str) -> Path:
-        d = self.archive / name
-        if not (d / RESULT).is_file():
-            raise ResultsError(f"{d / RESULT}: no archived run {name} ({RESULT} missing)")
-        return d
-
-    def result(self, name: str) -> dict:
-        if name not in self._results:
-            self._results[name] = archive_json(self.run_dir(name) / RESULT)
-        return self._results[name]
-
     def seeds(self, target: str, init: str, encoder: str) -> Dict[int, str]:
         """{seed: run name} of the archived runs ``TARGET_INIT_ENCODER_sSEED``."""
-        prefix = f"{target}_{init}_{encoder}"
-        found = {}
-        for d in sorted(self.archive.glob(f"{prefix}_s*")):
-            match = re.fullmatch(rf"{re.escape(prefix)}_s(\d+)", d.name)
-            if match and (d / RESULT).is_file():
-                found[int(match.group(1))] = d.name
-        return found
+        return self.prefixed_seeds(f"{target}_{init}_{encoder}")
 
     def columns(self, name: str) -> Dict[str, list]:
         """The run's predicted labels and scores (``pairs.evaluate`` columns), checked."""

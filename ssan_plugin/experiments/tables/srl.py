@@ -4,19 +4,17 @@ checked against its ``result.json``; seed-level dev F1 comparisons; per-run tabl
 runs and of seed groups; learning curves read from ``curve.jsonl``; F1 by sentence length and by
 argument distance."""
 
-import re
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ...stats.significance import seed_level_test
-from .archives import archive_json, archived, archived_record, curve_records
+from .archives import RESULT, SeedRunArchive, archived, archived_record, curve_records
 from .blocks import ResultsError
 from .verdicts import Comparison, apply_holm
 
 PREDICTIONS = "dev.pred.props.gz"
-RESULT = "result.json"
 
 
 def srl_gold_props(dev_conll: Path, dest: Path) -> Path:
@@ -34,7 +32,7 @@ def srl_gold_props(dev_conll: Path, dest: Path) -> Path:
     return dest
 
 
-class SrlArchive:
+class SrlArchive(SeedRunArchive):
     """The runs of a ``run_srl.py`` archive, each read and rescored at most once: its
     ``dev.pred.props.gz`` against the gold props (``srl.compare.score_system``: srl-eval.pl's
     counts, per-sentence statistics, F1 by length and distance), refused with a
@@ -42,11 +40,10 @@ class SrlArchive:
     ``result.json`` archived; its ``curve.jsonl`` (fairseq's train and valid records)."""
 
     def __init__(self, archive: Path, gold_props: Path):
-        self.archive = Path(archive)
+        super().__init__(archive)
         self.gold_props = Path(gold_props)
         self._gold = None
         self._scores: Dict[str, object] = {}
-        self._results: Dict[str, dict] = {}
         self._curves: Dict[str, List[dict]] = {}
 
     # ------------------------------------------------------------------ reading
@@ -66,17 +63,6 @@ class SrlArchive:
             if not self._gold.sentences:
                 raise ResultsError(f"{self.gold_props}: no sentences")
         return self._gold
-
-    def run_dir(self, name: str) -> Path:
-        d = self.archive / name
-        if not (d / RESULT).is_file():
-            raise ResultsError(f"{d / RESULT}: no archived run {name} ({RESULT} missing)")
-        return d
-
-    def result(self, name: str) -> dict:
-        if name not in self._results:
-            self._results[name] = archive_json(self.run_dir(name) / RESULT)
-        return self._results[name]
 
     def score(self, name: str):
         """``srl.compare.SystemScore`` of the run's dev predictions, checked against its
@@ -104,12 +90,7 @@ class SrlArchive:
 
     def seeds(self, prefix: str) -> Dict[int, str]:
         """{seed: run name} of the archived runs ``PREFIX_sSEED``."""
-        found = {}
-        for d in sorted(self.archive.glob(f"{prefix}_s*")):
-            match = re.fullmatch(rf"{re.escape(prefix)}_s(\d+)", d.name)
-            if match and (d / RESULT).is_file():
-                found[int(match.group(1))] = d.name
-        return found
+        return self.prefixed_seeds(prefix)
 
     def group(self, prefix: str, least: int = 1) -> Dict[int, str]:
         found = self.seeds(prefix)

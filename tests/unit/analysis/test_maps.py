@@ -3,6 +3,7 @@ SSAN and ReSA encoders equal what the model itself computes; word-level pooling;
 
 import pytest
 import torch
+from helpers.analysis_maps import maps_and_inputs
 from helpers.fairseq_setup import build
 
 from ssan_plugin.analysis.maps import (batch_maps, grid_size_inches,
@@ -53,25 +54,9 @@ def test_layer_kinds(ssan, san):
 
 def test_ssan_maps_equal_the_models_own_selection_and_attention(ssan):
     task, model = ssan
-    pad = task.source_dictionary.pad()
     sents = sentences(task)
-    inputs = {}
-
-    def grab(index):
-        def hook(module, args, kwargs):
-            inputs[index] = kwargs["query"].detach()
-        return hook
-
+    maps, inputs, keep = maps_and_inputs(task, model, sents)
     layers = model.encoder.layers
-    handles = [layers[i].self_attn.register_forward_pre_hook(grab(i), with_kwargs=True)
-               for i in range(len(layers))]
-    try:
-        tokens, lengths = collate(sents, pad)
-        maps = batch_maps(model, tokens, lengths, pad)
-    finally:
-        for h in handles:
-            h.remove()
-    keep = tokens.ne(pad)
     for layer in range(len(layers)):
         attn = layers[layer].self_attn
         with torch.no_grad():

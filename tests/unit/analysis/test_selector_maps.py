@@ -7,10 +7,11 @@ sentence's own positions whatever the padding."""
 
 import pytest
 import torch
+from helpers.analysis_maps import maps_and_inputs
 from helpers.fairseq_setup import build
 
-from ssan_plugin.analysis.maps import (batch_maps, layer_kinds, maps_json, selective_layers,
-                                       sentence_maps, to_words)
+from ssan_plugin.analysis.maps import (layer_kinds, maps_json, selective_layers, sentence_maps,
+                                       to_words)
 from ssan_plugin.analysis.selection import batch_selection, collate
 from ssan_plugin.analysis.word_classes import WordClassStats
 
@@ -46,28 +47,6 @@ def sentences(task, lengths=LENGTHS):
     g = torch.Generator().manual_seed(1)
     return [torch.cat([torch.randint(d.nspecial, len(d), (n - 1,), generator=g),
                        torch.tensor([d.eos()])]) for n in lengths]
-
-
-def maps_and_inputs(task, model, sents):
-    """The maps of one left-padded batch, and each layer's input to the attention (T x B x C)."""
-    pad = task.source_dictionary.pad()
-    inputs = {}
-
-    def grab(index):
-        def hook(module, args, kwargs):
-            inputs[index] = kwargs["query"].detach()
-        return hook
-
-    layers = model.encoder.layers
-    handles = [layers[i].self_attn.register_forward_pre_hook(grab(i), with_kwargs=True)
-               for i in range(len(layers))]
-    try:
-        tokens, lengths = collate(sents, pad)
-        maps = batch_maps(model, tokens, lengths, pad)
-    finally:
-        for h in handles:
-            h.remove()
-    return maps, inputs, tokens.ne(pad)
 
 
 def logits_of(attn, x):

@@ -10,20 +10,13 @@ import sys
 import pytest
 
 from conftest import ROOT, cli_env
+from helpers.srl_props import column
+
 from ssan_plugin.srl.brackets import Phrase
 from ssan_plugin.srl.compare import (CompareError, argument_distance, compare_props,
                                      markdown, read_checked, score_system)
 from ssan_plugin.srl.props import read_props, write_props
 from ssan_plugin.srl.scorer import evaluate, evaluate_files, sentence_counts
-
-
-def column(n, spans):
-    """Bracket tags of n words with the (start, end, type) phrases (not nested)."""
-    tags = ["*"] * n
-    for start, end, kind in spans:
-        tags[start] = f"({kind}" + tags[start]
-        tags[end] += ")"
-    return tags
 
 
 def sentence(n, props):

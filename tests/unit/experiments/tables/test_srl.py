@@ -6,19 +6,12 @@ import gzip
 import json
 
 import pytest
+from helpers.srl_props import column
 
 from ssan_plugin.experiments.tables import srl
 from ssan_plugin.experiments.tables.blocks import ResultsError
 from ssan_plugin.experiments.tables.verdicts import verdict_table
 from ssan_plugin.srl.props import write_props
-
-
-def column(n, spans):
-    tags = ["*"] * n
-    for start, end, kind in spans:
-        tags[start] = f"({kind}" + tags[start]
-        tags[end] += ")"
-    return tags
 
 
 def sentence(n, position, lemma, spans):

@@ -183,7 +183,8 @@ def main():
     for name in others[1:]:
         print(f"{name}: ssan with {' '.join(systems[name][len(SYSTEMS['ssan']):])}")
     record = {
-        "data": relative_to_root(data_bin), "steps": args.steps, "warmup": args.warmup,
+        "data": relative_to_root(data_bin), "steps": args.steps,
+        "warmup": args.warmup,
         "threads": torch.get_num_threads(), "systems": systems, "times_s": times,
         "target_tokens": tokens, "flops": flops, "flop_ceiling": ceiling,
         "flop_batch": {"src_tokens": list(batches[0]["net_input"]["src_tokens"].shape),
@@ -198,7 +199,8 @@ def main():
 
 def relative_to_root(path: Path) -> str:
     """``path`` relative to the project root when it lies inside it (archives name no machine
-    paths), else as given."""
+    paths), else as given (a path test: the archive's text rewriting would also change a
+    path outside the project that merely contains the root's parent)."""
     try:
         return str(path.resolve().relative_to(ROOT))
     except ValueError:

@@ -110,6 +110,7 @@ def test_paired_steps_toy_size(tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     result = json.loads(out.read_text())
     assert list(result["systems"]) == ["baseline", "ssan", "narrow"]
+    assert (result["steps"], result["warmup"], result["data"]) == (3, 1, str(data_bin))
     times = result["times_s"]
     for name in ("baseline", "ssan", "narrow"):
         for measure in ("train_step", "score_forward"):

@@ -25,6 +25,7 @@ runner with the log's path (:class:`RunFailed`). ``dry_run`` prints the commands
 import fcntl
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -46,9 +47,12 @@ ARCHIVE_TEXT_SUFFIXES = (".json", ".jsonl", ".md", ".log", ".txt")
 def relativize_text(text: str, root: Path = ROOT) -> str:
     """``text`` with this machine's absolute paths made relative to the project root:
     ``ROOT/x`` -> ``x`` and ``ROOT/../x`` -> ``../x`` (the shared data beside the checkout).
-    Committed archives name no machine path."""
+    Committed archives name no machine path. Only whole paths: a path that merely contains
+    the root's text (``/tmp/x/work/...`` when the root's parent is ``/work``) is kept."""
     root = Path(root).resolve()
-    return text.replace(f"{root}/", "").replace(f"{root.parent}/", "../")
+    start = r"(?<![\w.~/-])"  # not inside a longer path or word
+    text = re.sub(start + re.escape(f"{root}/"), "", text)
+    return re.sub(start + re.escape(f"{root.parent}/"), "../", text)
 
 
 def relativize_tree(directory: Path, root: Path = ROOT) -> int:

@@ -72,6 +72,8 @@ def test_archives_name_no_machine_path(tmp_path):
             f'"other": "/usr/share/x"}}\nwrote {root}/examples/r.json\n')
     assert relativize_text(text, root) == ('{"hyp": "runs/x/h.de", "ref": "../shared/data/t.de", '
                                            '"other": "/usr/share/x"}\nwrote examples/r.json\n')
+    elsewhere = f"/elsewhere{tmp_path}/shared/x {tmp_path}x/y"  # contain the text, other paths
+    assert relativize_text(elsewhere, root) == elsewhere
     archive = tmp_path / "archive"
     (archive / "run").mkdir(parents=True)
     (archive / "run" / "test.json").write_text(text)

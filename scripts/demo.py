@@ -64,11 +64,9 @@ BAR = "{desc:<16}{percentage:3.0f}%|{bar:20}| {n_fmt}/{total_fmt} {unit} [{elaps
 
 def display_path(path) -> str:
     """A path as the user would type it from the repository root."""
-    path = Path(path)
-    try:
-        return str(path.resolve().relative_to(ROOT))
-    except ValueError:
-        return str(path)
+    from ssan_plugin.experiments.archive import project_path
+
+    return project_path(path, ROOT)
 
 
 def display_command(cmd, env=None) -> str:
@@ -735,15 +733,19 @@ def recipe(max_update=900, train_size=20000, valid_size=500, test_size=500, seed
 def committed_spread() -> dict:
     """{demo system: [test BLEU of each committed seed]} of this recipe (SPREAD_PLAN's archive,
     study ``start``), or {} when the archive has fewer than two seeds of a system."""
-    plan = json.loads(SPREAD_PLAN.read_text(encoding="utf-8"))
-    archive = ROOT / plan["archive"] / "start" / "builtin"
+    from ssan_plugin.experiments.plan import Plan
+
+    plan = Plan.load(SPREAD_PLAN)
     out = {}
     for name, system in SPREAD_SYSTEMS.items():
         scores = []
-        for seed in plan["seeds"]:
-            report = archive / f"{system}@{seed}" / "test.json"
-            if report.is_file():
-                scores.append(json.loads(report.read_text())["systems"][0]["bleu"])
+        for run in plan.runs():
+            if (run.study.name, run.pair.name, run.system.name) != ("start", "builtin", system):
+                continue
+            found = plan.archived_outputs(run)
+            if found is not None:
+                report = json.loads((found[0] / "test.json").read_text(encoding="utf-8"))
+                scores.append(report["systems"][0]["bleu"])
         if len(scores) < 2:
             return {}
         out[name] = scores

@@ -14,7 +14,7 @@ SequenceGenerator). See ``ssan_plugin.translation.translator`` for empty and ove
 from typing import Optional
 
 from . import register
-from .translation.textio import PipelineError
+from .cli.errors import PipelineError
 from .translation.translator import (TOO_LONG, TranslateOptions, TranslationReport,
                                      Translator)
 

@@ -20,9 +20,9 @@ from typing import List, Sequence
 import torch
 from torch import Tensor
 
-from ..cli.checkpoints import load_checkpoint
+from ..cli.errors import PipelineError
+from ..cli.checkpoints import embedding_mismatch, load_checkpoint
 from ..translation.pipeline import TextPipeline
-from ..translation.textio import PipelineError
 from .selection import load_model, piece_word_index
 
 EOS = "</s>"
@@ -47,20 +47,15 @@ def check_translation_checkpoint(checkpoint: Path, data: Path, src: str, tgt: st
     """One line, before fairseq builds the model, for a checkpoint these tools cannot read with
     ``data``: not a translation checkpoint (an SRL tagger, a pair classifier: what was expected
     and found), or trained on another dictionary (embedding rows against dictionary entries)."""
-    from fairseq.data import Dictionary
-
     state = load_checkpoint(checkpoint, expect_task="translation", what="--checkpoint")
     for side, lang in (("encoder", src), ("decoder", tgt)):
-        weight = state["model"].get(f"{side}.embed_tokens.weight")
         dict_path = data / f"dict.{lang}.txt"
-        if weight is None or not dict_path.is_file():
-            continue
-        size = len(Dictionary.load(str(dict_path)))
-        if weight.shape[0] != size:
+        mismatch = embedding_mismatch(state, f"{side}.embed_tokens.weight", dict_path)
+        if mismatch is not None:
             raise PipelineError(f"--checkpoint {checkpoint} was trained on another dictionary: "
                                 f"expected {'an' if side == 'encoder' else 'a'} {side} "
-                                f"embedding of {size} rows ({dict_path}, "
-                                f"with the 4 special symbols), found {weight.shape[0]}; give "
+                                f"embedding of {mismatch[1]} rows ({dict_path}, "
+                                f"with the 4 special symbols), found {mismatch[0]}; give "
                                 f"the --data it was trained on")
 
 
@@ -127,5 +122,5 @@ class AnalysisInput:
 
 def add_model_args(parser):
     """--data and --checkpoint, the inputs every analysis script takes."""
-    parser.add_argument("--data", required=True, help="data-bin written by prepare_translation.py")
+    parser.add_argument("--data", required=True, help="data-bin written by ssan-prepare-translation")
     parser.add_argument("--checkpoint", required=True, help="fairseq checkpoint (.pt)")

@@ -57,9 +57,6 @@ from ..modules.selective_attention import SelectiveMultiheadAttention
 from ..modules.selectors import SelectorMultiheadAttention
 from .selection import collate, run_encoder
 
-#: the layer kinds besides the selectors of ``selective_transformer`` computed on the logits,
-#: whose kind is the selector's name (see the module doc)
-KINDS = ("san", "ssan", "resa", "disan", "biblosan")
 #: what each "head" of a multi-dimensional layer's attention map is
 HEAD_NAMES = {"disan": DiSANAttention.map_names, "biblosan": BiBloSANAttention.map_names}
 

@@ -29,10 +29,10 @@ from typing import Iterable, List, Sequence, Set, Tuple
 
 import numpy as np
 
+from ..cli.errors import PipelineError
 from ..srl.brackets import BracketError, Phrase, parse_brackets
 from ..srl.conll2012 import PARSE, POS, WORD, read_conll2012_rows
 from ..srl.corpus import CoNLLFormatError
-from ..translation.textio import PipelineError
 
 #: PTB punctuation tags removed before scoring induced trees
 PUNCTUATION_TAGS = frozenset({"``", "''", ",", ".", ":", "-LRB-", "-RRB-", "HYPH", "NFP"})

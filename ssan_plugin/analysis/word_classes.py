@@ -30,7 +30,6 @@ from .trees import PUNCTUATION_TAGS
 
 CONTENT_TAGS = frozenset({"NN", "NNS", "NNP", "NNPS", "VB", "VBD", "VBG", "VBN", "VBP", "VBZ",
                           "JJ", "JJR", "JJS", "RB", "RBR", "RBS", "CD"})
-CLASSES = ("content", "function", "punctuation")
 
 
 def word_class(tag: str) -> str:

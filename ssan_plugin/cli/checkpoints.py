@@ -5,21 +5,24 @@ is imported when a checkpoint is loaded, not with this module."""
 import warnings
 from fnmatch import fnmatch
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Tuple
 
 from .errors import InputError, one_line
 from .files import check_input_file
 
+def cfg_get(container, key):
+    """``key`` of a checkpoint's config section, which is a dict, an omegaconf node or an
+    argparse Namespace depending on the fairseq version that saved it; None when absent."""
+    if container is None:
+        return None
+    if hasattr(container, "get"):
+        return container.get(key)
+    return getattr(container, key, None)
+
+
 def checkpoint_identity(state: dict) -> dict:
     """{"task": name or None, "arch": name or None} recorded in a fairseq checkpoint state."""
-
-    def get(container, key):
-        if container is None:
-            return None
-        if hasattr(container, "get"):
-            return container.get(key)
-        return getattr(container, key, None)
-
+    get = cfg_get
     cfg, args = state.get("cfg"), state.get("args")
     task = get(get(cfg, "task"), "_name") or get(args, "task")
     model = get(cfg, "model")
@@ -81,3 +84,23 @@ def load_checkpoint(path, expect_task: Optional[str] = None, expect_arch: Option
             raise InputError(f"{label}: expected a checkpoint of {expected}, found task "
                              f"{found['task']!r}, arch {found['arch']!r}")
     return state
+
+
+def embedding_mismatch(state: dict, key: str, dict_path) -> Optional[Tuple[int, int]]:
+    """(rows, entries) when the checkpoint's weight ``key`` (an embedding, one row per
+    dictionary entry, e.g. ``encoder.embed_tokens.weight``) and the fairseq dictionary at
+    ``dict_path`` (its 4 special symbols included) differ in size: the model was trained on
+    another dictionary. None when they agree, or when the weight or the file is absent.
+    A dictionary fairseq cannot read: InputError naming the file."""
+    weight = (state.get("model") or {}).get(key)
+    if weight is None or not Path(dict_path).is_file():
+        return None
+    from fairseq.data import Dictionary
+
+    try:
+        entries = len(Dictionary.load(str(dict_path)))
+    except Exception as err:  # a damaged dictionary: fairseq raises several types
+        raise InputError(f"{dict_path}: not a fairseq dictionary ({type(err).__name__}: "
+                         f"{err})") from None
+    rows = int(weight.shape[0])
+    return None if rows == entries else (rows, entries)

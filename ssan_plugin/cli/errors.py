@@ -1,6 +1,7 @@
 """The project's error types and their one-line form (conventions: ``ssan_plugin.cli``).
 
-``InputError`` is bad input (exit status 2); ``OptionError`` a plugin option its rule refuses,
+``InputError`` is bad input (exit status 2), ``PipelineError`` bad data or files (the same,
+named for what the pipelines read); ``OptionError`` a plugin option its rule refuses,
 also a ValueError for callers in Python; ``StepError`` a failed child process or library step
 (exit status 1). Standard library only.
 """
@@ -41,6 +42,11 @@ def install_option_error_hook() -> None:
 
     hook.ssan_plugin_option_hook = True
     sys.excepthook = hook
+
+
+class PipelineError(InputError):
+    """A problem with the user's data or files (a corpus, a plan, an archive, a checkpoint's
+    inputs): one line naming the file and the problem, exit status 2."""
 
 
 class StepError(InputError):

@@ -5,10 +5,10 @@ See examples/analysis/README.md."""
 
 import sys
 
+from ssan_plugin.cli.errors import PipelineError
 from ssan_plugin.cli.arguments import ArgumentParser, add_overwrite, script_main
 from ssan_plugin.cli.files import Input, guard_outputs, output_file
 from ssan_plugin.commands import program_name
-from ssan_plugin.translation.textio import PipelineError
 
 
 def prog() -> str:

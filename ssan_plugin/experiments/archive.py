@@ -55,6 +55,15 @@ def relativize_text(text: str, root: Path = ROOT) -> str:
     return re.sub(start + re.escape(f"{root.parent}/"), "../", text)
 
 
+def project_path(path, root: Path = ROOT) -> str:
+    """``path`` relative to the project root when it lies inside it (as a user types it from
+    the root, and as archives name it), else as given."""
+    try:
+        return str(Path(path).resolve().relative_to(Path(root).resolve()))
+    except ValueError:
+        return str(path)
+
+
 def relativize_tree(directory: Path, root: Path = ROOT) -> int:
     """Rewrite every text file of an archive (``ARCHIVE_TEXT_SUFFIXES``) with
     :func:`relativize_text`; returns how many files changed."""
@@ -128,7 +137,8 @@ class Run:
     skip_reason: Optional[str] = None  # set: the run is not possible, logged and skipped
 
 
-def archived(archive: Path, name: str) -> bool:
+def is_archived(archive: Path, name: str) -> bool:
+    """Whether run ``name`` has its ``result.json`` in ``archive``."""
     return (archive / name / "result.json").is_file()
 
 
@@ -140,7 +150,7 @@ def execute(runs: Sequence[Run], out: Path, archive: Path, env: Dict[str, str],
     for number, run in enumerate(runs, 1):
         head = f"[{number}/{len(runs)}] {run.name}"
         refreshed = False
-        if archived(archive, run.name):
+        if is_archived(archive, run.name):
             log(f"{head}: done, skipped")
             continue
         if run.skip_reason:

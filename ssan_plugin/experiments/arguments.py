@@ -1,5 +1,7 @@
-"""The options every experiment runner shares, spelt and checked once: the translation plan runner
-(``ssan-run-experiments``), ``examples/srl/run_srl.py`` and ``examples/pairs/run_pairs.py``.
+"""The options of the seed-run runners (``examples/srl/run_srl.py``, ``examples/pairs/run_pairs.py``),
+spelt and checked once. The translation plan runner (``ssan-run-experiments``) takes its sizes,
+seeds and threads from its plan and has only ``--only``, ``--limit``, ``--status`` and
+``--dry-run`` of its own.
 
 A refused value is argparse's one line, ``PROG: error: argument --seeds: ...`` (exit 2), as for
 every command (``ssan_plugin.cli.arguments``).

@@ -40,10 +40,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from ..translation.textio import PipelineError
+from ..cli.errors import PipelineError
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPTS = ROOT / "scripts"
 
 
 @dataclass
@@ -259,11 +258,19 @@ class Plan:
                 raise PipelineError(f"{where}, but {run.key} would not be the same run: "
                                     f"{describe_difference(a, b)}")
 
+    def study(self, name: str) -> "Study":
+        """The study called ``name``; a PipelineError naming the plan's studies otherwise."""
+        found = next((s for s in self.studies if s.name == name), None)
+        if found is None:
+            raise PipelineError(f"{self.path}: no study {name!r} (it has "
+                                f"{', '.join(s.name for s in self.studies)})")
+        return found
+
     def source_run(self, run: "Run") -> "Run":
         """The other plan's run that a borrowed ``run`` is."""
         borrow = run.study.borrow[run.system.name]
         source = borrow.source
-        study = next(s for s in source.studies if s.name == borrow.study)
+        study = source.study(borrow.study)
         return Run(study=study, pair=source.pairs[run.pair.name],
                    system=source.systems[borrow.system], seed=run.seed)
 
@@ -274,9 +281,8 @@ class Plan:
             return run.borrowed.source.archived_outputs(self.source_run(run))
         if not self.archive:
             return None
-        d = run.directory(Path(self.archive))
-        return (d, run.hyp_name) if (d / "test.json").is_file() and \
-            (d / run.hyp_name).is_file() else None
+        return (run.directory(Path(self.archive)), run.hyp_name) \
+            if run.decoded_in(Path(self.archive)) else None
 
     def analysed(self, run: "Run") -> bool:
         """Whether the plan archives selection statistics for ``run``."""
@@ -325,6 +331,11 @@ class Plan:
         return Path(out) / "data" / pair.name
 
     @staticmethod
+    def make_command(pair: Pair, raw: Path, python) -> List:
+        """The pair's ``make`` command (a corpus script of the project), writing into ``raw``."""
+        return [python, ROOT / pair.make[0], *pair.make[1:], "--out", raw]
+
+    @staticmethod
     def prepare_command(pair: Pair, raw: Path, dest: Path, python) -> List:
         return [python, "-m", "ssan_plugin.commands.prepare_translation", "--src", pair.src,
                 "--tgt", pair.tgt, "--train", raw / "train", "--valid", raw / "valid",
@@ -359,8 +370,7 @@ class Plan:
         base, total = self.base_updates, self.base_updates + self.more_updates
         cmds = [["threads", f"OMP_NUM_THREADS={self.threads}"]]
         if run.pair.make:
-            cmds.append(["corpus", python, ROOT / run.pair.make[0], *run.pair.make[1:],
-                         "--out", raw])
+            cmds.append(["corpus", *self.make_command(run.pair, raw, python)])
         cmds.append(["preparation", *self.prepare_command(run.pair, raw, data, python)])
         if run.is_baseline():
             cmds.append(["training to updates.base",
@@ -522,11 +532,14 @@ class Run:
     def hyp_name(self) -> str:
         return f"{self.system.name}@{self.seed}.test.{self.pair.tgt}"
 
+    def decoded_in(self, root: Path) -> bool:
+        """Whether the run's directory under ``root`` (a runner's out or an archive) holds its
+        decoded test split: the report ``test.json`` and the hypotheses."""
+        d = self.directory(Path(root))
+        return (d / "test.json").is_file() and (d / self.hyp_name).is_file()
+
 
 # ---------------------------------------------------------------- comparing commands
-COMMAND_KINDS = ("threads", "preparation")  # then training stages, decoding
-
-
 def describe_difference(mine: List[List[str]], theirs: List[List[str]]) -> str:
     """One line: the first command of two :meth:`Plan.planned_commands` lists that differs
     (each list starts with what the command does), and how: this plan's arguments against the

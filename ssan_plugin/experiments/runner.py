@@ -62,10 +62,10 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from .archive import relativize_text
+from .archive import locked, relativize_text
 from .plan import ROOT, Pair, Plan, Run, Study
 from .train_log import parse_record, record_updates, training_summary, write_curve
-from ..translation.textio import PipelineError
+from ..cli.errors import PipelineError
 
 logger = logging.getLogger("ssan_plugin.experiments.runner")
 
@@ -122,7 +122,7 @@ class Runner:
         root = Path(self.plan.archive) if self.plan.archive else self.out
         return root / "results" / f"{study.name}.{pair.name}.{suffix}"
 
-    def archived(self, run: Run) -> Optional[Path]:
+    def archive_dir(self, run: Run) -> Optional[Path]:
         """The run's archive directory if the run is archived (decoded and copied), else None;
         a borrowed run's is in the other plan's archive."""
         found = self.plan.archived_outputs(run)
@@ -137,9 +137,7 @@ class Runner:
         found = self.plan.archived_outputs(run)
         if found is not None:
             return found[0] / found[1]
-        d = run.directory(self.out)
-        return d / run.hyp_name if (d / "test.json").is_file() and (d / run.hyp_name).is_file() \
-            else None
+        return run.directory(self.out) / run.hyp_name if run.decoded_in(self.out) else None
 
     def state(self, run: Run) -> str:
         """archived, decoded, trained, started or todo (a borrowed run: its state in the other
@@ -148,7 +146,7 @@ class Runner:
             source, their_run = self.source(run)
             return source.state(their_run)
         d = run.directory(self.out)
-        return ("archived" if self.archived(run) is not None else
+        return ("archived" if self.archive_dir(run) is not None else
                 "decoded" if (d / "test.json").is_file() else
                 "trained" if (d / "train.done").is_file() else
                 "started" if (d / "checkpoint_last.pt").is_file() else "todo")
@@ -200,7 +198,7 @@ class Runner:
         raw = Path(pair.raw)
         if pair.make and not (raw / f"test.{pair.tgt}").is_file():
             print(f"[make] {pair.name} -> {raw}", flush=True)
-            self._child([self.python, ROOT / pair.make[0], *pair.make[1:], "--out", raw],
+            self._child(self.plan.make_command(pair, raw, self.python),
                         self.out / "logs" / f"make.{pair.name}.log")
         return raw
 
@@ -225,10 +223,6 @@ class Runner:
 
     def decode_command(self, run: Run, data: Path, save: Path) -> List:
         return self.plan.decode_command(run, data, save, self.python)
-
-    def planned_commands(self, run: Run) -> List[List[str]]:
-        """:meth:`Plan.planned_commands` of ``run`` as this runner would run it."""
-        return self.plan.planned_commands(run, self.out, self.python)
 
     def train_command(self, run: Run, data: Path, save: Path, max_update: int) -> List[str]:
         return self.plan.train_command(run, data, save, max_update, self.python)
@@ -288,7 +282,7 @@ class Runner:
         checkpoints gone) so that ``run`` can warm-start from them."""
         baseline = Run(study=run.study, pair=run.pair, seed=run.seed,
                        system=self.plan.systems[run.study.systems[0]])
-        if self.archived(baseline) is None:
+        if self.archive_dir(baseline) is None:
             raise PipelineError(f"{run.key}: warm start needs {source} (train the baseline "
                                 f"first)")
         save = source.parent
@@ -299,9 +293,8 @@ class Runner:
 
     def decode(self, run: Run, data: Path, save: Path) -> Path:
         """Decode the test split with checkpoint_best.pt once; returns the hypotheses file."""
-        report = save / "test.json"
         hyp = save / run.hyp_name
-        if report.is_file() and hyp.is_file():
+        if (save / "test.json").is_file() and hyp.is_file():
             return hyp
         print(f"[decode] {run.key}", flush=True)
         self._child(self.decode_command(run, data, save), save / "decode.log")
@@ -447,7 +440,14 @@ class Runner:
     def run(self, only=None, limit: Optional[int] = None):
         """Everything not done yet, in plan order; ``only``: runs whose key contains it (a
         string, or a list: any of them);
-        ``limit``: stop after that many trainings (finished or resumed)."""
+        ``limit``: stop after that many trainings (finished or resumed). One runner per output
+        directory (``OUT/.lock``): a second one stops at once; a dry run takes no lock."""
+        if self.dry_run:
+            return self._run(only, limit)
+        with locked(self.out, "ssan-run-experiments"):
+            return self._run(only, limit)
+
+    def _run(self, only, limit: Optional[int]):
         trained = 0
         for run in self.plan.runs():
             if only and not any(text in run.key for text in
@@ -457,7 +457,7 @@ class Runner:
             if run.borrowed is not None:  # never trained here; its selection when possible
                 self.analyse(run)
                 continue
-            if self.archived(run) is not None:
+            if self.archive_dir(run) is not None:
                 self.analyse(run)  # killed after archiving, or archived before analysis
                 continue
             if (save / "test.json").is_file():

@@ -41,6 +41,7 @@ from fairseq.models import BaseFairseqModel, register_model, register_model_arch
 from fairseq.models.transformer import Embedding
 from fairseq.models.transformer.transformer_legacy import base_architecture
 
+from ..modules.multidim_attention import Source2Token
 from ..modules.selection import SelectionStats
 from ..pairs.relatedness import check_relatedness_loss, relatedness_scores
 from .architectures import transformer_small
@@ -62,28 +63,14 @@ class PairClassifierOptions(EncoderModelOptions):
         "default_from": "encoder_embed_dim"})
 
 
-class Source2Token(nn.Module):
-    """Multi-dimensional source2token self-attention pooling (DiSAN, Shen et al. 2018)."""
-
-    def __init__(self, dim: int):
-        super().__init__()
-        self.hidden = nn.Linear(dim, dim)
-        self.score = nn.Linear(dim, dim)
-
-    def forward(self, x, pad_mask):
-        """x (N, T, C), pad_mask (N, T) True at pads -> (N, C)."""
-        logits = self.score(F.elu(self.hidden(x))).float()
-        logits = logits.masked_fill(pad_mask.unsqueeze(-1), float("-inf"))
-        alpha = torch.softmax(logits, dim=1).to(x.dtype)
-        return (alpha * x).sum(dim=1)
-
-
 def mean_pool(x, pad_mask):
+    """x (N, T, C), pad_mask (N, T) True at pads -> (N, C): the mean over non-pad tokens."""
     keep = (~pad_mask).unsqueeze(-1).to(x.dtype)
     return (x * keep).sum(dim=1) / keep.sum(dim=1).clamp(min=1)
 
 
 def pair_features(u, v):
+    """Two sentence vectors (N, C) -> (N, 4C): [u, v, u - v, u * v]."""
     return torch.cat([u, v, u - v, u * v], dim=-1)
 
 
@@ -138,7 +125,9 @@ class PairClassifierModel(BaseFairseqModel):
             encoder = VariantTransformerEncoder(args, words, embed_tokens, [], None)
         else:
             encoder = variant.build_variant_encoder(args, words, embed_tokens)
-        pooling = Source2Token(dim) if options.pair_pooling == "source2token" else None
+        # DiSAN's pooling: its hidden layer as wide as the states (parameters hidden, score)
+        pooling = Source2Token(dim, hidden=dim) if options.pair_pooling == "source2token" \
+            else None
         mlp = nn.Linear(4 * dim, options.pair_mlp_dim)
         return cls(args, options, encoder, pooling, mlp, task.heads, task.relatedness_loss)
 

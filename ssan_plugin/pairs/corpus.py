@@ -16,7 +16,8 @@ import math
 from pathlib import Path
 from typing import List, NamedTuple, Optional, Tuple
 
-from ..translation.textio import PipelineError, read_lines
+from ..cli.errors import PipelineError
+from ..translation.textio import read_lines
 
 LABELS = ("entailment", "neutral", "contradiction")  # label ids 0, 1, 2
 SCORE_RANGE = (1.0, 5.0)

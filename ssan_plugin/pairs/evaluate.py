@@ -70,21 +70,17 @@ def check_subset(data: str, subset: str) -> None:
 def check_dictionary(state: dict, checkpoint: str, data: str) -> None:
     """The checkpoint's word embedding has one row per entry of ``data``'s dictionary;
     EvaluationError naming both sizes otherwise (a model trained on another data directory)."""
-    from fairseq.data import Dictionary
+    from ..cli.checkpoints import embedding_mismatch
 
-    weight = state["model"].get("encoder.embed_tokens.weight")
     path = datadir.dict_path(data)
-    if weight is None or not os.path.isfile(path):
-        return
     try:
-        size = len(Dictionary.load(path))
-    except Exception as err:  # a damaged dictionary file: fairseq raises several types
-        raise EvaluationError(f"{path}: not a fairseq dictionary ({type(err).__name__}: "
-                              f"{err})") from None
-    if weight.shape[0] != size:
+        mismatch = embedding_mismatch(state, "encoder.embed_tokens.weight", path)
+    except InputError as err:
+        raise EvaluationError(str(err)) from None
+    if mismatch is not None:
         raise EvaluationError(f"--checkpoint {checkpoint} was trained on another dictionary: "
-                              f"expected a word embedding of {size} rows ({path}, with the 4 "
-                              f"special symbols), found {weight.shape[0]}; evaluate it on the "
+                              f"expected a word embedding of {mismatch[1]} rows ({path}, with "
+                              f"the 4 special symbols), found {mismatch[0]}; evaluate it on the "
                               f"data directory it was trained on")
 
 

@@ -22,18 +22,17 @@ and nothing else: the directory is rebuilt whole, never mixed with an earlier on
 import json
 import logging
 import shlex
-import subprocess
-import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from ..cli.errors import PipelineError
 from ..cli.files import remove_own_files
 from ..translation import pipeline
 from ..translation import prepare as translation_prepare
 from ..translation.languages import LanguageConfig, looks_segmented
-from ..translation.textio import PipelineError, sha256, write_lines
+from ..translation.textio import sha256, write_lines
 from . import datadir
 from .corpus import FORMATS, LABELS, Pair, read_pairs, spec_paths
 
@@ -117,19 +116,12 @@ def translation_side(cfg: PairPrepareConfig):
 
 
 def run_preprocess(cfg: PairPrepareConfig, dest: Path, srcdict: Optional[Path]) -> List[str]:
+    """fairseq-preprocess of the two sentences (``s1``, ``s2``) of every split, one dictionary
+    (``srcdict``: a translation model's, else built from train)."""
     text = dest / "text"
-    command = [sys.executable, "-m", "fairseq_cli.preprocess", "--source-lang", "s1",
-               "--target-lang", "s2", "--trainpref", str(text / "train"),
-               "--validpref", str(text / "valid"), "--testpref", str(text / "test"),
-               "--destdir", str(dest), "--joined-dictionary", "--workers", str(cfg.workers)]
-    if srcdict is not None:
-        command += ["--srcdict", str(srcdict)]
-    logger.info("running: %s", shlex.join(command))
-    proc = subprocess.run(command, capture_output=True, text=True)
-    if proc.returncode != 0:
-        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-20:])
-        raise PipelineError(f"fairseq-preprocess failed (exit {proc.returncode}):\n{tail}")
-    return command
+    return translation_prepare.fairseq_preprocess(
+        "s1", "s2", {split: text / split for split in ("train", "valid", "test")}, dest,
+        cfg.workers, srcdict)
 
 
 def prepare(cfg: PairPrepareConfig) -> dict:

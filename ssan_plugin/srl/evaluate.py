@@ -24,7 +24,7 @@ from fairseq.tasks import TASK_REGISTRY
 
 from ..cli.errors import InputError
 from ..cli.files import Input, check_input_dir, guard_outputs, output_file
-from ..cli.checkpoints import load_checkpoint
+from ..cli.checkpoints import embedding_mismatch, load_checkpoint
 from . import datadir
 from .brackets import bio_to_brackets
 from .props import PropsSentence, read_props, write_props
@@ -94,15 +94,23 @@ def check_subset(data: str, subset: str) -> dict:
 def load_srl_checkpoint(checkpoint: str, data: str, cpu: bool = False):
     """(model in eval mode, SRLTask on ``data``, whether on CUDA); EvaluationError otherwise
     (ssan_plugin.cli.checkpoints.load_checkpoint's checks: a file, not empty or truncated, safe to load,
-    task ``srl`` and an ``srl_tagger*`` architecture). The task class is the one registered as
+    task ``srl`` and an ``srl_tagger*`` architecture; a word embedding as large as ``data``'s
+    word dictionary). The task class is the one registered as
     ``srl`` (tasks/srl.py registers it; this package sits below tasks/ and never imports it)."""
     if not os.path.exists(data):
         raise EvaluationError(f"{data} does not exist")
     _checked(check_input_dir, data, "--data")
     if not os.path.exists(checkpoint):
         raise EvaluationError(f"{checkpoint} does not exist")
-    _checked(load_checkpoint, checkpoint, expect_task="srl", expect_arch="srl_tagger*",
-             what="--checkpoint")
+    state = _checked(load_checkpoint, checkpoint, expect_task="srl", expect_arch="srl_tagger*",
+                     what="--checkpoint")
+    words = datadir.word_dict_path(data)
+    mismatch = _checked(embedding_mismatch, state, "encoder.embed_tokens.weight", words)
+    if mismatch is not None:
+        raise EvaluationError(f"--checkpoint {checkpoint} was trained on another dictionary: "
+                              f"expected a word embedding of {mismatch[1]} rows ({words}, with "
+                              f"the 4 special symbols), found {mismatch[0]}; evaluate it on the "
+                              f"data directory it was trained on")
     models, _, task = checkpoint_utils.load_model_ensemble_and_task(
         [checkpoint], arg_overrides={"data": data}
     )

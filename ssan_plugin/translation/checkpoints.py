@@ -12,11 +12,11 @@ from .textio import PipelineError
 
 
 def _task_cfg(state):
-    cfg = state.get("cfg")
-    if cfg is not None and cfg.get("task") is not None:
-        task = cfg["task"]
-        get = task.get if hasattr(task, "get") else lambda k, d=None: getattr(task, k, d)
-        return {k: get(k, None) for k in ("data", "source_lang", "target_lang")}
+    from ..cli.checkpoints import cfg_get
+
+    task = cfg_get(state.get("cfg"), "task")
+    if task is not None:
+        return {k: cfg_get(task, k) for k in ("data", "source_lang", "target_lang")}
     args = state.get("args")
     if args is not None:
         return {k: getattr(args, k, None) for k in ("data", "source_lang", "target_lang")}
@@ -37,10 +37,10 @@ def load_checkpoint_state(path, expect_task="translation"):
 
 def check_checkpoint(path, data_dir, src, tgt, compare_recorded_data=True):
     """Raise PipelineError if the checkpoint cannot have been trained on data_dir's dictionary."""
-    from fairseq.data import Dictionary
+    from ..cli.checkpoints import embedding_mismatch
+    from ..cli.errors import InputError
 
     state = load_checkpoint_state(path)
-    model = state["model"]
     data_dir = Path(data_dir)
     task = _task_cfg(state)
     for side, lang in (("source", src), ("target", tgt)):
@@ -52,14 +52,14 @@ def check_checkpoint(path, data_dir, src, tgt, compare_recorded_data=True):
         dict_path = data_dir / f"dict.{lang}.txt"
         if not dict_path.is_file():
             raise PipelineError(f"missing dictionary {dict_path}")
-        weight = model.get(f"{side}.embed_tokens.weight")
-        if weight is None:
-            continue
-        size = len(Dictionary.load(str(dict_path)))
-        if weight.shape[0] != size:
+        try:
+            mismatch = embedding_mismatch(state, f"{side}.embed_tokens.weight", dict_path)
+        except InputError as err:
+            raise PipelineError(str(err)) from None
+        if mismatch is not None:
             raise PipelineError(
                 f"{path} was trained on another dictionary: its {side} embedding has "
-                f"{weight.shape[0]} rows, but {dict_path} has {size} entries (with the 4 "
+                f"{mismatch[0]} rows, but {dict_path} has {mismatch[1]} entries (with the 4 "
                 f"special symbols); evaluate it on the data-bin it was trained on")
     recorded_dir = task["data"]
     if compare_recorded_data and recorded_dir and Path(recorded_dir).is_dir():

@@ -27,7 +27,6 @@ import json
 import logging
 import math
 import shlex
-import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -293,32 +292,37 @@ def train_sentencepiece(cfg: PrepareConfig, dest: Path, train_pairs, configs):
     return spm.SentencePieceProcessor(model_file=str(dest / f"{SPM_PREFIX}.model")), options
 
 
-def run_preprocess(cfg: PrepareConfig, dest: Path) -> List[str]:
-    text = dest / "text"
-    command = [
-        sys.executable, "-m", "fairseq_cli.preprocess",
-        "--source-lang", cfg.src, "--target-lang", cfg.tgt,
-        "--trainpref", str(text / "train.spm"),
-        "--validpref", str(text / "valid.spm"),
-        "--testpref", str(text / "test.spm"),
-        "--destdir", str(dest),
-        "--joined-dictionary",
-        "--workers", str(cfg.workers),
-    ]
+def fairseq_preprocess(src: str, tgt: str, prefixes: Dict[str, Path], dest: Path, workers: int,
+                       srcdict: Optional[Path] = None) -> List[str]:
+    """fairseq-preprocess of the text files ``PREFIX.SRC`` / ``PREFIX.TGT`` of each split
+    (``prefixes``: {"train": ..., "valid": ..., "test": ...}) into ``dest``, with one dictionary
+    for both sides (``srcdict``: a given one, else built from train); returns the command. Its
+    log lines are passed on as they come (binarising a large corpus takes minutes); a failure
+    is one line with the last line of its output and the log file
+    (``cli.steps.run_step``)."""
+    from ..cli.steps import run_step
+
+    command = [sys.executable, "-m", "fairseq_cli.preprocess", "--source-lang", src,
+               "--target-lang", tgt, "--trainpref", str(prefixes["train"]),
+               "--validpref", str(prefixes["valid"]), "--testpref", str(prefixes["test"]),
+               "--destdir", str(dest), "--joined-dictionary", "--workers", str(workers)]
+    if srcdict is not None:
+        command += ["--srcdict", str(srcdict)]
     logger.info("running: %s", shlex.join(command))
-    # its log lines are passed on as they come (binarising a large corpus takes minutes)
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, bufsize=1)
-    output = []
-    for line in proc.stdout:
-        output.append(line)
+
+    def on_line(line: str):
         if line.startswith("INFO:fairseq_cli.preprocess:") and "Namespace(" not in line:
             logger.info("fairseq-preprocess: %s", line.rstrip().split(":", 2)[-1])
-    returncode = proc.wait()
-    if returncode != 0:
-        tail = "\n".join("".join(output).strip().splitlines()[-20:])
-        raise PipelineError(f"fairseq-preprocess failed (exit {returncode}):\n{tail}")
+
+    run_step("fairseq-preprocess", command, on_line=on_line)
     return command
+
+
+def run_preprocess(cfg: PrepareConfig, dest: Path) -> List[str]:
+    text = dest / "text"
+    return fairseq_preprocess(cfg.src, cfg.tgt, {split: text / f"{split}.spm"
+                                                 for split in ("train", "valid", "test")},
+                              dest, cfg.workers)
 
 
 def binarised_sizes(cfg: PrepareConfig, dest: Path) -> Dict[str, Dict[str, int]]:

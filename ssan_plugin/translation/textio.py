@@ -4,12 +4,8 @@ import hashlib
 from pathlib import Path
 from typing import List, Tuple
 
-from ..cli.errors import InputError
+from ..cli.errors import InputError, PipelineError  # noqa: F401 (PipelineError: re-exported)
 from ..cli.files import check_input_file, decode_utf8
-
-
-class PipelineError(InputError):
-    """A problem with the user's input; the CLIs print the message and exit 2 (ssan_plugin.cli)."""
 
 
 def require_file(path) -> Path:
@@ -44,10 +40,6 @@ def split_lines(data: bytes, name: str) -> Tuple[List[str], int]:
         lines.pop()
     crlf = sum(1 for line in lines if line.endswith("\r"))
     return [line[:-1] if line.endswith("\r") else line for line in lines], crlf
-
-
-def count_lines(path) -> int:
-    return len(read_lines(path))
 
 
 def write_lines(path, lines) -> None:

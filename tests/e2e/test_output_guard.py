@@ -522,7 +522,7 @@ def test_a_damaged_srl_manifest_or_pairs_gold_file(w, tmp_path, capsys, monkeypa
 
 
 def test_damaged_run_archives_name_the_file_and_the_key(tmp_path):
-    from ssan_plugin.experiments.tables.archives import archived
+    from ssan_plugin.experiments.tables.archives import archived_value
     from ssan_plugin.experiments.tables.blocks import ResultsError
     from ssan_plugin.experiments.tables.stability import first_validation
 
@@ -530,13 +530,13 @@ def test_damaged_run_archives_name_the_file_and_the_key(tmp_path):
     run_dir.mkdir()
     (run_dir / "test.json").write_text('{"systems": [{"bleu": 3')
     with pytest.raises(ResultsError, match=r"test.json is not valid JSON"):
-        archived(run_dir / "test.json", "systems", 0, "bleu")
+        archived_value(run_dir / "test.json", "systems", 0, "bleu")
     (run_dir / "test.json").write_text('{"systems": [{"bleu": "3"}]}')
     with pytest.raises(ResultsError, match=r"test.json: key 'systems.0.bleu' must be a number"):
-        archived(run_dir / "test.json", "systems", 0, "bleu")
+        archived_value(run_dir / "test.json", "systems", 0, "bleu")
     (run_dir / "test.json").write_text('{"systems": []}')
     with pytest.raises(ResultsError, match=r"test.json: key 'systems.0' is missing"):
-        archived(run_dir / "test.json", "systems", 0, "bleu")
+        archived_value(run_dir / "test.json", "systems", 0, "bleu")
     (run_dir / "curve.jsonl").write_text('{"kind": "train"}\n{"kind": "valid", "valid_loss"\n')
     with pytest.raises(ResultsError, match=r"curve.jsonl:2 is not valid JSON"):
         first_validation(run_dir)

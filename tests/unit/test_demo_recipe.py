@@ -69,3 +69,16 @@ def test_the_spread_line_places_this_run(demo):
     assert "over 3 committed seeds" in line
     assert "baseline 47.00 ± 1.00 [46.00, 48.00] (this run 47.00)" in line
     assert "ssan 40.00 ± 10.00 [30.00, 50.00] (this run 40.00)" in line
+
+
+def test_the_committed_spread_is_every_archived_seed(demo):
+    """What the demo's report compares a run with: each archived seed's test BLEU of the
+    stability plan's start study, read here from the archive's files directly."""
+    archive = ROOT / "examples" / "stability" / "experiments" / "start" / "builtin"
+    spread = demo.committed_spread()
+    assert set(spread) == set(demo.SPREAD_SYSTEMS)
+    for name, system in demo.SPREAD_SYSTEMS.items():
+        reports = sorted(archive.glob(f"{system}@*/test.json"),
+                         key=lambda p: int(p.parent.name.split("@")[1]))
+        assert len(reports) >= 5
+        assert spread[name] == [json.loads(p.read_text())["systems"][0]["bleu"] for p in reports]

@@ -22,7 +22,7 @@ def archive_json(path: Path):
         raise ResultsError(f"{path} is not valid JSON ({err})") from None
 
 
-def archived(path: Path, *keys, number: bool = True, data=None):
+def archived_value(path: Path, *keys, number: bool = True, data=None):
     """``data`` (default: the JSON of ``path``) at ``keys`` (object keys and list indices),
     checked: every key present and, with ``number``, a finite-or-not number (not a bool);
     ResultsError naming the file and the key otherwise."""

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
 
 from ...stats.significance import paired_bootstrap, seed_level_test
-from .archives import RESULT, SeedRunArchive, archived
+from .archives import RESULT, SeedRunArchive, archived_value
 from .blocks import ResultsError
 from .verdicts import Comparison, apply_holm
 
@@ -80,7 +80,7 @@ class PairsArchive(SeedRunArchive):
                 for key, computed in values.items():
                     if key not in TOLERANCE:
                         continue
-                    recorded = archived(d / RESULT, "test", task, key, data=result)
+                    recorded = archived_value(d / RESULT, "test", task, key, data=result)
                     if not abs(recorded - computed) <= TOLERANCE[key]:
                         raise ResultsError(f"{d / RESULT}: test {task} {key} {recorded:g} "
                                            f"archived, {computed:g} recomputed from {path}")
@@ -106,7 +106,7 @@ class PairsArchive(SeedRunArchive):
         return stats_of(self.gold_columns()[head], self.columns(name)[head]), score
 
     def minutes(self, name: str) -> float:
-        return archived(self.run_dir(name) / RESULT, "minutes", data=self.result(name))
+        return archived_value(self.run_dir(name) / RESULT, "minutes", data=self.result(name))
 
 
 def _fmt(value: float, digits: int) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ...stats.significance import seed_level_test
-from .archives import RESULT, SeedRunArchive, archived, archived_record, curve_records
+from .archives import RESULT, SeedRunArchive, archived_record, archived_value, curve_records
 from .blocks import ResultsError
 from .verdicts import Comparison, apply_holm
 
@@ -80,7 +80,7 @@ class SrlArchive(SeedRunArchive):
                 raise ResultsError(f"{path}: {err}") from None
             result = self.result(name)
             for key in ("correct", "excess", "missed", "f1"):
-                recorded = archived(d / RESULT, "dev", key, data=result)
+                recorded = archived_value(d / RESULT, "dev", key, data=result)
                 computed = scored.entry[key]
                 if abs(recorded - computed) > 1e-6:
                     raise ResultsError(f"{d / RESULT}: dev {key} {recorded:g} archived, "
@@ -202,7 +202,7 @@ def options(flags: Sequence[str]) -> Dict[str, Tuple[str, ...]]:
 
 
 def flags_of(runs: SrlArchive, name: str) -> List[str]:
-    flags = archived(runs.run_dir(name) / RESULT, "flags", number=False, data=runs.result(name))
+    flags = archived_value(runs.run_dir(name) / RESULT, "flags", number=False, data=runs.result(name))
     if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
         raise ResultsError(f"{runs.run_dir(name) / RESULT}: key 'flags' must be a list of "
                            f"strings")
@@ -235,7 +235,7 @@ COUNTS = Column("correct / excess / missed", lambda runs, name: " / ".join(
 
 
 def _archived(key: str, fmt: str) -> Callable:
-    return lambda runs, name: format(archived(runs.run_dir(name) / RESULT, key,
+    return lambda runs, name: format(archived_value(runs.run_dir(name) / RESULT, key,
                                               data=runs.result(name)), fmt)
 
 
@@ -294,7 +294,7 @@ def archived_best_f1() -> Column:
         result = runs.result(name)
         if "dev_best" not in result:
             return f"{runs.score(name).entry['f1']:.2f}"
-        return f"{archived(runs.run_dir(name) / RESULT, 'dev_best', 'f1', data=result):.2f}"
+        return f"{archived_value(runs.run_dir(name) / RESULT, 'dev_best', 'f1', data=result):.2f}"
 
     return Column("dev F1, best checkpoint", cell)
 

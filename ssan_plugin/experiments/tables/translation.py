@@ -9,7 +9,7 @@ from typing import Dict, List
 import numpy as np
 
 from ...stats.significance import seed_level_test
-from .archives import archive_json, archived
+from .archives import archive_json, archived_value
 from .blocks import ResultsError
 from .verdicts import Comparison, apply_holm
 
@@ -47,7 +47,7 @@ def run_stats(run_dir: Path, hyp_name: str, ref: Path, tgt: str) -> np.ndarray:
     if len(hyps) != n:
         raise ResultsError(f"{run_dir}: {len(hyps)} hypotheses for {n} references")
     stats = stats_of(hyps)
-    recorded = archived(run_dir / "test.json", "systems", 0, "bleu")
+    recorded = archived_value(run_dir / "test.json", "systems", 0, "bleu")
     computed = score(stats.sum(0))
     if abs(recorded - computed) > 1e-6:
         raise ResultsError(f"{run_dir}: BLEU {computed:.4f} recomputed, {recorded:.4f} archived")
@@ -67,7 +67,7 @@ def archived_runs(plan) -> Dict[tuple, Dict[str, Dict[int, Path]]]:
     found: Dict[tuple, Dict[str, Dict[int, Path]]] = {}
     for run in plan.runs():
         d = run.directory(archive)
-        if (d / "test.json").is_file() and (d / run.hyp_name).is_file():
+        if run.decoded_in(archive):
             found.setdefault((run.study.name, run.pair.name), {}).setdefault(
                 run.system.name, {})[run.seed] = d
     return found
@@ -79,7 +79,7 @@ def translation_comparisons(plan, table: str, n_samples: int = 1000,
     level, with two seeds or more a side (:func:`run_stats` checks each run's BLEU)."""
     rows = []
     for (study_name, pair_name), by_system in archived_runs(plan).items():
-        study = next(s for s in plan.studies if s.name == study_name)
+        study = plan.study(study_name)
         pair = plan.pairs[pair_name]
         ref = test_reference(pair)
         score = bleu_scorer(ref, pair.tgt)[1]
@@ -128,13 +128,13 @@ def runs_table(plan) -> str:
             for system in study.systems:
                 for seed, d in sorted(by_system.get(system, {}).items()):
                     test = archive_json(d / "test.json")
-                    entry = {key: archived(d / "test.json", "systems", 0, key, data=test)
+                    entry = {key: archived_value(d / "test.json", "systems", 0, key, data=test)
                              for key in ("bleu", "chrf")}
                     summary = archive_json(d / "train.json")
-                    archived(d / "train.json", "best_valid_loss", data=summary)
+                    archived_value(d / "train.json", "best_valid_loss", data=summary)
                     delta = p = ""
                     if system != base_name and seed in base:
-                        b = {"bleu": archived(base[seed] / "test.json", "systems", 0, "bleu")}
+                        b = {"bleu": archived_value(base[seed] / "test.json", "systems", 0, "bleu")}
                         delta = f"{entry['bleu'] - b['bleu']:+.2f}"
                         ref = test_reference(plan.pairs[pair])
                         result = paired_bootstrap(

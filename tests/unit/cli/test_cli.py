@@ -155,3 +155,27 @@ def test_script_logging_follows_the_current_stderr():
         assert second.getvalue().rstrip().endswith("hello")
     finally:
         sys.stderr = saved  # the handler set up above follows it back
+
+
+def test_embedding_mismatch_counts_rows_against_dictionary_entries(tmp_path):
+    import torch
+
+    d = tmp_path / "dict.txt"
+    d.write_text("a 5\nb 3\nc 1\n")  # 3 words + 4 special symbols
+    state = {"model": {"enc.weight": torch.zeros(7, 2), "big.weight": torch.zeros(9, 2)}}
+    assert checkpoints.embedding_mismatch(state, "enc.weight", d) is None
+    assert checkpoints.embedding_mismatch(state, "big.weight", d) == (9, 7)
+    assert checkpoints.embedding_mismatch(state, "absent.weight", d) is None
+    assert checkpoints.embedding_mismatch(state, "big.weight", tmp_path / "none.txt") is None
+    (tmp_path / "bad.txt").write_text("no-count-here\n")
+    with pytest.raises(errors.InputError, match=r"bad.txt: not a fairseq dictionary"):
+        checkpoints.embedding_mismatch(state, "big.weight", tmp_path / "bad.txt")
+
+
+def test_cfg_get_reads_dicts_namespaces_and_nothing():
+    import argparse
+
+    assert checkpoints.cfg_get({"a": 1}, "a") == 1
+    assert checkpoints.cfg_get(argparse.Namespace(a=2), "a") == 2
+    assert checkpoints.cfg_get(argparse.Namespace(), "a") is None
+    assert checkpoints.cfg_get(None, "a") is None

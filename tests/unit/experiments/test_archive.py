@@ -84,3 +84,14 @@ def test_archives_name_no_machine_path(tmp_path):
     for path in (ROOT / "examples").rglob("*"):
         if path.is_file() and path.suffix in (".json", ".jsonl", ".md", ".log", ".txt"):
             assert str(ROOT) not in path.read_text(encoding="utf-8", errors="replace"), path
+
+
+def test_project_path_is_relative_inside_the_project_only(tmp_path):
+    from ssan_plugin.experiments.archive import project_path
+
+    root = tmp_path / "work" / "main"
+    (root / "runs" / "x").mkdir(parents=True)
+    assert project_path(root / "runs" / "x", root) == "runs/x"
+    assert project_path(root, root) == "."
+    beside = tmp_path / "work" / "shared"  # beside the project, not in it: as given
+    assert project_path(beside, root) == str(beside)

@@ -3,6 +3,7 @@ order of runs; bad seed lists; wrongly typed plans; names that cannot name a dir
 runs (loading checks that they are the same runs, commands compared)."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +24,26 @@ def test_seeds_per_study_pair_and_system(tmp_path):
     plan = Plan.load(plan_file(tmp_path, studies=[{"name": "s", "pairs": ["a"],
                                                    "systems": ["base"], "seeds": [5]}]))
     assert [run.key for run in plan.runs()] == ["s/a/base@5"]
+
+
+def test_a_study_is_found_by_name_or_named_as_missing(tmp_path):
+    plan = Plan.load(plan_file(tmp_path))
+    assert plan.study("s") is plan.studies[0]
+    with pytest.raises(PipelineError, match=r"plan.json: no study 'x' \(it has s\)"):
+        plan.study("x")
+
+
+def test_a_made_corpus_is_one_command_for_the_plan_and_the_runner(tmp_path):
+    spec = json.loads(plan_file(tmp_path).read_text())
+    spec["pairs"]["a"]["make"] = ["scripts/make_synthetic_corpus.py", "--seed", "3"]
+    (tmp_path / "made.json").write_text(json.dumps(spec))
+    plan = Plan.load(tmp_path / "made.json")
+    run = next(r for r in plan.runs() if r.pair.name == "a")
+    (corpus,) = [c for c in plan.planned_commands(run, tmp_path / "out", "py") if c[0] == "corpus"]
+    made = plan.make_command(run.pair, Path(run.pair.raw), "py")
+    assert made == ["py", ROOT / "scripts" / "make_synthetic_corpus.py", "--seed", "3", "--out",
+                    Path(run.pair.raw)]
+    assert corpus[1:] == [str(arg) for arg in made]  # the command the borrow check compares
 
 
 @pytest.mark.parametrize("study_seeds,match", [
@@ -191,3 +212,14 @@ def test_the_committed_selector_plan_borrows_the_translation_runs():
     assert all(b.out == str(ROOT / "runs" / "experiments") for b in study.borrow.values())
     assert plan.selection.conll == str((ROOT.parent / "shared" / "data" / "srl" / "ewt" /
                                         "dev.gold_conll").resolve())
+
+
+def test_a_run_is_decoded_when_its_report_and_hypotheses_exist(tmp_path):
+    plan = Plan.load(plan_file(tmp_path))
+    run = plan.runs()[0]
+    root = tmp_path / "root"
+    assert not run.decoded_in(root)
+    fake_decoded(run.directory(root), f"{run.system.name}@{run.seed}")
+    assert run.decoded_in(root)
+    (run.directory(root) / run.hyp_name).unlink()  # a report without hypotheses: not decoded
+    assert not run.decoded_in(root)

@@ -56,6 +56,21 @@ def test_a_dry_run_creates_nothing(tmp_path, capsys, earlier_table):
     assert snapshot(tmp_path) == before
 
 
+def test_a_second_runner_on_the_same_out_stops_at_once(tmp_path):
+    import fcntl
+
+    path = plan_file(tmp_path, studies=[{"name": "s", "pairs": ["a"], "systems": ["base"]}])
+    out = tmp_path / "out"
+    out.mkdir()
+    with open(out / ".lock", "w") as held:  # the first runner's lock
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        before = snapshot(tmp_path)
+        with pytest.raises(SystemExit, match=r"another ssan-run-experiments is running on .*out"):
+            Runner(Plan.load(path), out).run(limit=1)
+        assert snapshot(tmp_path) == before  # it started nothing
+        Runner(Plan.load(path), out, dry_run=True).run(limit=1)  # a dry run is not stopped
+
+
 # ------------------------------------------------------------------ borrowed runs
 def test_borrowed_runs_are_never_trained_and_status_names_their_source(tmp_path, capsys):
     plan = Plan.load(source_and_borrower(tmp_path))

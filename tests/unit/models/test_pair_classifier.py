@@ -223,3 +223,20 @@ def test_bad_value_on_the_command_line(data):
     with pytest.raises(OptionError) as refused:
         tiny(data, "--pair-mlp-dim", "0")
     assert str(refused.value) == "--pair-mlp-dim must be >= 1, got 0"
+
+
+def test_source2token_pooling_keeps_the_checkpoint_layout_and_the_formula(data):
+    """The pooling is modules' Source2Token with a hidden layer as wide as the states: the
+    parameter names and shapes of every earlier pair checkpoint, and DiSAN's formula."""
+    _, model, _ = tiny(data, "--pair-encoder", "san", "--pair-pooling", "source2token")
+    dim = model.mlp.in_features // 4
+    assert {k: tuple(v.shape) for k, v in model.pooling.state_dict().items()} == {
+        "hidden.weight": (dim, dim), "hidden.bias": (dim,),
+        "score.weight": (dim, dim), "score.bias": (dim,)}
+    torch.manual_seed(0)
+    x = torch.randn(2, 5, dim)
+    pad = torch.tensor([[False] * 5, [False, False, False, True, True]])
+    h, s = model.pooling.hidden, model.pooling.score
+    logits = s(torch.nn.functional.elu(h(x))).masked_fill(pad.unsqueeze(-1), float("-inf"))
+    expected = (torch.softmax(logits, dim=1) * x).sum(1)
+    torch.testing.assert_close(model.pooling(x, pad), expected, rtol=1e-5, atol=1e-6)

@@ -7,7 +7,6 @@ fairseq-preprocess; the others replace it by a stand-in (the text is written bef
 
 import hashlib
 import json
-import subprocess
 from collections import Counter
 from pathlib import Path
 
@@ -258,21 +257,16 @@ def test_translation_side_reads_the_data_bin(tmp_path, translation_bin):
 
 
 def test_run_preprocess_command_and_failure(tmp_path, monkeypatch):
+    """The pairs' fairseq-preprocess is the translation pipeline's (one runner): its command,
+    and a real failure (no text to binarise) as one line naming the log."""
+    from ssan_plugin.cli.errors import StepError
+
     calls = []
-
-    def fake_run(command, **kwargs):
-        calls.append(command)
-        out = "".join(f"line {i}\n" for i in range(30))
-        return subprocess.CompletedProcess(command, 1, stdout=out, stderr="boom\n")
-
-    monkeypatch.setattr("ssan_plugin.pairs.prepare.subprocess.run", fake_run)
+    monkeypatch.setattr("ssan_plugin.cli.steps.run_step",
+                        lambda step, command, **kw: calls.append((step, command)))
     cfg = config(write_raw(tmp_path), tmp_path / "bin", workers=2)
-    with pytest.raises(PipelineError) as err:
-        run_preprocess(cfg, tmp_path / "bin", tmp_path / "dict.en.txt")
-    message = str(err.value)
-    assert message.startswith("fairseq-preprocess failed (exit 1):\n")
-    assert message.splitlines()[1:] == [f"line {i}" for i in range(11, 30)] + ["boom"]  # last 20
-    command = calls[0]
+    command = run_preprocess(cfg, tmp_path / "bin", tmp_path / "dict.en.txt")
+    assert calls == [("fairseq-preprocess", command)]
     text = tmp_path / "bin" / "text"
     for option, value in (("--source-lang", "s1"), ("--target-lang", "s2"),
                           ("--trainpref", str(text / "train")), ("--testpref", str(text / "test")),
@@ -280,6 +274,11 @@ def test_run_preprocess_command_and_failure(tmp_path, monkeypatch):
                           ("--srcdict", str(tmp_path / "dict.en.txt"))):
         assert command[command.index(option) + 1] == value
     assert "--joined-dictionary" in command
-    with pytest.raises(PipelineError):
+    assert "--srcdict" not in run_preprocess(cfg, tmp_path / "bin", None)
+    monkeypatch.undo()
+    with pytest.raises(StepError) as err:  # nothing under bin/text: fairseq-preprocess fails
         run_preprocess(cfg, tmp_path / "bin", None)
-    assert "--srcdict" not in calls[1]
+    message = str(err.value)
+    assert message.startswith("fairseq-preprocess failed (exit ") and "\n" not in message
+    log = message.rsplit("full log: ", 1)[1]
+    assert "Traceback" in Path(log).read_text()

@@ -67,3 +67,25 @@ def test_decode_subset_covers_every_instance(tmp_path):
     gold = read_props(datadir.props_path(dest, "train"))
     pred = predicted_props(gold, table, decoded, "train.props")
     assert [targets for targets, _ in pred] == [targets for targets, _ in gold]
+
+
+def test_a_checkpoint_of_another_dictionary_is_one_line(tmp_path):
+    """Before fairseq builds the model (whose state-dict load would fail with a traceback): the
+    word embedding's rows against the data directory's word dictionary."""
+    import torch
+
+    from ssan_plugin.srl.evaluate import load_srl_checkpoint
+
+    (tmp_path / "t.words").write_text("I\nsaw\nher\nleave\n")
+    (tmp_path / "t.props").write_text("-   (A0*)\nsee (V*)\n-  (A1*\n-  *)\n")
+    dest = tmp_path / "bin"
+    prepare("conll2005", {"train": str(tmp_path / "t")}, str(dest))
+    entries = len((dest / datadir.WORD_DICT).read_text().splitlines()) + 4  # + specials
+    checkpoint = tmp_path / "other.pt"
+    torch.save({"model": {"encoder.embed_tokens.weight": torch.zeros(entries + 3, 4)},
+                "cfg": {"task": {"_name": "srl"}, "model": {"_name": "srl_tagger"}}}, checkpoint)
+    with pytest.raises(EvaluationError, match=(
+            rf"other.pt was trained on another dictionary: expected a word embedding of "
+            rf"{entries} rows \(.*dict.words.txt, with the 4 special symbols\), found "
+            rf"{entries + 3}")):
+        load_srl_checkpoint(str(checkpoint), str(dest))

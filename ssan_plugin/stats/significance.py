@@ -53,7 +53,7 @@ Holm's step-down correction (``holm``) adjusts the p of every comparison one tab
 """
 
 from dataclasses import dataclass, field
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -372,6 +372,30 @@ def almost_stochastic_order(baseline_scores: Sequence[float], system_scores: Seq
 
     return float(aso(list(map(float, system_scores)), list(map(float, baseline_scores)),
                      seed=seed, show_progress=False, num_jobs=1))
+
+
+def sd_ratio_interval(system_scores: Sequence[float], baseline_scores: Sequence[float],
+                      level: float = 0.95) -> Tuple[float, float, float]:
+    """How much more one system's seeds spread than the baseline's: (r, low, high) with
+    r = sd(system) / sd(baseline) (sample standard deviations over seeds) and its ``level``
+    interval for the true ratio, assuming each system's seed scores are normal and the two
+    groups independent: (s1^2 / sigma1^2) / (s2^2 / sigma2^2) is F(n1 - 1, n2 - 1), so the
+    interval is r / sqrt(F quantiles). Needs two seeds a side and a baseline that varies."""
+    from scipy.stats import f
+
+    a = np.asarray(system_scores, dtype=np.float64)
+    b = np.asarray(baseline_scores, dtype=np.float64)
+    if len(a) < 2 or len(b) < 2:
+        raise ValueError(f"a spread needs two seeds a side, got {len(a)} and {len(b)}")
+    if not 0 < level < 1:
+        raise ValueError(f"level {level} is not between 0 and 1")
+    sd_a, sd_b = float(np.std(a, ddof=1)), float(np.std(b, ddof=1))
+    if sd_b == 0:
+        raise ValueError("the baseline's seeds all score the same: no ratio to its spread")
+    r = sd_a / sd_b
+    tail = (1 - level) / 2
+    upper_q, lower_q = f.ppf(1 - tail, len(a) - 1, len(b) - 1), f.ppf(tail, len(a) - 1, len(b) - 1)
+    return r, r / float(np.sqrt(upper_q)), r / float(np.sqrt(lower_q))
 
 
 def holm(p_values: Sequence[float]) -> List[float]:

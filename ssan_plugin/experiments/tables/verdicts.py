@@ -65,6 +65,36 @@ def verdict_table(rows: Sequence[Comparison], metric: str = "BLEU") -> str:
     return "\n".join(out)
 
 
+# --------------------------------------------------------------------------- spread
+def spread_against_goal(ratio_interval, goal: float) -> str:
+    """Where a spread ratio's interval lies against ``goal``: wholly below it, wholly above
+    it, or across it (these seeds cannot tell)."""
+    _, low, high = ratio_interval
+    if high < goal:
+        return f"within {goal:g}x"
+    if low > goal:
+        return f"above {goal:g}x"
+    return "cannot tell at these seeds"
+
+
+def spread_ratio_table(rows: Sequence[Comparison], goal: float = 1.5) -> str:
+    """Markdown: per comparison the seeds, the baseline's and the system's standard deviation
+    over seeds, their ratio with its 95 % interval (``significance.sd_ratio_interval``: normal
+    seed scores, F distribution) and where that interval lies against ``goal``."""
+    from ...stats.significance import sd_ratio_interval
+
+    out = ["| comparison | system | seeds (baseline / system) | baseline sd | system sd | sd "
+           f"ratio [95% interval] | against the {goal:g}x goal |",
+           "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        ratio = sd_ratio_interval(r.system_scores, r.baseline_scores)
+        out.append(f"| {r.label} | {r.system} | {len(r.baseline_scores)} / "
+                   f"{len(r.system_scores)} | {np.std(r.baseline_scores, ddof=1):.2f} | "
+                   f"{np.std(r.system_scores, ddof=1):.2f} | {ratio[0]:.2f} [{ratio[1]:.2f}, "
+                   f"{ratio[2]:.2f}] | {spread_against_goal(ratio, goal)} |")
+    return "\n".join(out)
+
+
 # --------------------------------------------------------------------------- power
 def seeds_for_power(effect: float, sd_seed: float, var_sentence: float, alpha: float = 0.05,
                     power: float = 0.8, most: int = 200) -> Optional[int]:
@@ -101,8 +131,3 @@ def power_table(rows: Sequence[Comparison], effects=(0.5, 1.0)) -> str:
         out.append(f"| {r.label} | {r.system} | {len(res.per_seed)} | {sd:.2f} | "
                    f"{res.se_sentence:.2f} | " + " | ".join(cells) + " |")
     return "\n".join(out)
-
-
-# --------------------------------------------------------------------------- translation
-STUDY_LABELS = {"postnorm": "post-norm", "prenorm": "pre-norm"}
-PAIR_LABELS = {"en-de": "En-De", "en-ro": "En-Ro", "en-ja": "En-Ja", "builtin": "built-in"}

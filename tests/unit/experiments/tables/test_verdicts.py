@@ -8,6 +8,8 @@ from ssan_plugin.experiments.tables.verdicts import (
     Comparison,
     apply_holm,
     seeds_for_power,
+    spread_against_goal,
+    spread_ratio_table,
     verdict_table,
 )
 from ssan_plugin.stats.significance import SeedLevelResult
@@ -53,3 +55,22 @@ def test_holm_is_applied_within_each_table_and_the_verdict_follows_it():
     assert "p (Holm, 2 tests)" in table
     assert "| x | a | 3 | 30.00 ± 0.00 | 31.00 ± 0.00 | +1.00 [+0.60, +1.40] | 0.01 | 0.02 | " \
            "+1.00 +1.00 +1.00 | 3/3 | **better** |" in table
+
+
+def test_spread_against_goal_reads_the_whole_interval():
+    assert spread_against_goal((0.4, 0.13, 1.28), 1.5) == "within 1.5x"
+    assert spread_against_goal((4.0, 1.6, 9.0), 1.5) == "above 1.5x"
+    assert spread_against_goal((1.75, 0.65, 4.68), 1.5) == "cannot tell at these seeds"
+
+
+def test_spread_ratio_table_cells():
+    base, system = [32.01, 32.12, 32.53, 32.70, 32.60, 31.69], [31.93, 33.04, 33.70, 32.33,
+                                                                  33.06, 32.00]
+    rows = [Comparison("t", "pre-norm En-De", "ssan_cap0", "baseline", base, system,
+                       result(0.4, 0.16, list(np.subtract(system, base))))]
+    line = spread_ratio_table(rows).splitlines()[2]
+    ratio = np.std(system, ddof=1) / np.std(base, ddof=1)
+    f = 7.146  # F(5, 5) upper 2.5 % point, from printed tables
+    assert line == (f"| pre-norm En-De | ssan_cap0 | 6 / 6 | {np.std(base, ddof=1):.2f} | "
+                    f"{np.std(system, ddof=1):.2f} | {ratio:.2f} [{ratio / f ** 0.5:.2f}, "
+                    f"{ratio * f ** 0.5:.2f}] | cannot tell at these seeds |")

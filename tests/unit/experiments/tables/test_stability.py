@@ -1,0 +1,75 @@
+"""ssan_plugin.experiments.tables.stability: the seed-spread table's cells, computed here from
+the values the test gives it, and the first validation record of an archived curve."""
+
+import json
+
+import numpy as np
+import pytest
+
+from ssan_plugin.experiments.tables.blocks import ResultsError
+from ssan_plugin.experiments.tables.stability import (
+    SeedSpread,
+    calibration_table,
+    first_validation,
+    spread_table,
+)
+
+
+def spread(system, bleu, loss, sel=None):
+    first = [{"update": 150, "loss": 3.0, **({"sel_0": s, "sel_1": s + 0.5} if s is not None
+                                             else {})} for s in (sel or [None] * len(bleu))]
+    return SeedSpread(system, list(range(1, len(bleu) + 1)), bleu, loss, first,
+                      [1.5] * len(bleu))
+
+
+def row(table, system):
+    return next(line for line in table.splitlines() if line.startswith(f"| {system} |"))
+
+
+def test_spread_table_ratio_interval_goal_and_first_selection():
+    base = spread("baseline", [48.01, 47.36, 43.57, 37.95, 37.82], [2.3, 2.2, 2.4, 2.3, 2.35])
+    cap0 = spread("ssan_cap0", [47.97, 44.65, 43.36, 43.10, 43.33], [2.25, 2.26, 2.2, 2.3, 2.27],
+                  sel=[0.2, 0.0, 0.3, 0.1, 0.4])
+    table = spread_table([base, cap0])
+    ratio = np.std(cap0.bleu, ddof=1) / np.std(base.bleu, ddof=1)
+    f = 9.605  # F(4, 4) upper 2.5 % point, from printed tables
+    cells = [c.strip() for c in row(table, "ssan_cap0").strip("|").split("|")]
+    assert cells[3] == f"{np.mean(cap0.bleu):.2f} ± {np.std(cap0.bleu, ddof=1):.2f}"
+    assert cells[4] == (f"{ratio:.2f} [{ratio / f ** 0.5:.2f}, {ratio * f ** 0.5:.2f}], "
+                        "within 1.5x")
+    assert cells[6] == f"{np.std(cap0.valid_loss, ddof=1) / np.std(base.valid_loss, ddof=1):.2f}"
+    assert cells[7] == "0.00 (update 150)"  # the lowest layer rate over every seed
+    base_cells = [c.strip() for c in row(table, "baseline").strip("|").split("|")]
+    assert base_cells[4] == "1" and base_cells[7] == "— (no selection)"
+
+
+def test_one_seed_has_no_ratio():
+    table = spread_table([spread("baseline", [40.0, 41.0], [2.0, 2.1]),
+                          spread("ssan", [30.0], [2.5], sel=[0.1])])
+    assert [c.strip() for c in row(table, "ssan").strip("|").split("|")][4] == "—"
+
+
+def test_first_validation_takes_the_first_valid_record(tmp_path):
+    records = [{"kind": "train_inner", "loss": "9"},
+               {"kind": "valid", "valid_num_updates": "150", "valid_loss": "4.5",
+                "valid_sel_0": "0.01", "valid_sel_1": "0.35", "valid_sel": "0.2"},
+               {"kind": "valid", "valid_num_updates": "300", "valid_loss": "3.9"}]
+    (tmp_path / "curve.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert first_validation(tmp_path) == {"update": 150, "loss": 4.5, "sel_0": 0.01,
+                                          "sel_1": 0.35}
+    (tmp_path / "curve.jsonl").write_text(json.dumps(records[0]) + "\n")
+    with pytest.raises(ResultsError, match="no validation record"):
+        first_validation(tmp_path)
+
+
+def test_calibration_table_rows_and_a_damaged_record(tmp_path):
+    path = tmp_path / "ssan_cap0.json"
+    record = {"n_sentences": 500, "nulls": 200, "group_size": 2, "bleu": [40.1, 41.2, 39.8, 40.5],
+              "rejection_rate": {"seed_level": 0.045, "pooled_sentences": 0.31}}
+    path.write_text(json.dumps(record))
+    assert calibration_table([path]).splitlines()[2] == \
+        "| ssan_cap0 | 4 | 2 | 200 | 500 | 4.5% | 31.0% |"
+    del record["rejection_rate"]["pooled_sentences"]
+    path.write_text(json.dumps(record))
+    with pytest.raises(ResultsError, match="rejection_rate.pooled_sentences' is missing"):
+        calibration_table([path])

@@ -4,8 +4,13 @@
 #
 #   bash examples/analysis/run_analysis.sh [NAME=CHECKPOINT ...]
 #
-# Defaults: the En-De post-norm seed-1 runs of the translation experiments
+# Defaults: the pre-norm En-De seed-5 runs of the translation experiments, the Transformer and
+# SSAN with the straight-through cap at 0
 # (ssan-run-experiments --plan examples/translation/experiments.json --out runs/experiments).
+# Besides each tool's JSON, OUT/systems.json lists the systems in order with their checkpoints,
+# and OUT/report.md, OUT/probing.png are the report (ssan-analysis-report). To archive for
+# examples/analysis/RESULTS.md: copy OUT/*.json into examples/analysis/archive/ and run
+# scripts/make_results.py.
 # Environment: DATA (data-bin), OUT (default runs/analysis), SHARED (default ../shared),
 # PROBE_LINES (raw English sentences for bigram_shift / wrd, default 10000), SEED (default 1).
 # The first system is the reference the report compares against; systems with selection also get
@@ -25,9 +30,8 @@ MT=$SHARED/data/mt/en-de
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 
 if [ $# -eq 0 ]; then
-  set -- "san=$EXP/postnorm/en-de/baseline@1/checkpoint_best.pt" \
-         "ssan=$EXP/postnorm/en-de/ssan@1/checkpoint_best.pt" \
-         "ssan_warm=$EXP/postnorm/en-de/ssan_warm@1/checkpoint_best.pt"
+  set -- "san=$EXP/prenorm/en-de/baseline@5/checkpoint_best.pt" \
+         "ssan=$EXP/prenorm/en-de/ssan_cap0@5/checkpoint_best.pt"
 fi
 for f in "$EWT/train.gold_conll" "$EWT/dev.gold_conll" "$MT/train.en" "$MT/test.en" \
          "$SHARED/data/probing/wrd" "$DATA/manifest.json"; do
@@ -73,4 +77,14 @@ for spec in "$@"; do
   step "$OUT/maps.$name.done" $PY -m ssan_plugin.commands.show_selection --data "$DATA" --checkpoint "$ck" \
     --input "$OUT/examples.en" --out "$OUT/maps.$name" --overwrite  # maps of a stopped step redone
 done
+# the systems in order, checkpoints as given (relative to the project when run from it)
+$PY - "$OUT/systems.json" "$@" <<'PYEOF'
+import json, sys
+names = [spec.split("=", 1) for spec in sys.argv[2:]]
+with open(sys.argv[1], "w", encoding="utf-8") as f:
+    json.dump({"systems": [{"name": n, "checkpoint": c} for n, c in names]}, f, indent=1)
+    f.write("\n")
+PYEOF
+$PY -m ssan_plugin.commands.analysis_report --dir "$OUT" --systems "${@%%=*}" \
+  --md "$OUT/report.md" --png "$OUT/probing.png" --overwrite
 echo "outputs in $OUT"

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from ..translation.textio import PipelineError
+from ..cli.errors import PipelineError
 
 #: probing sets in report order: (file stem, title)
 PROBING_SETS = (
@@ -22,8 +22,20 @@ PROBING_SETS = (
     ("tree_depth", "tree depth (EWT)"),
     ("top_const", "top constituents (EWT)"),
 )
-#: distance buckets of the selection-by-distance table: (label, min, max inclusive)
-DISTANCE_BUCKETS = (("0", 0, 0), ("1", 1, 1), ("2", 2, 2), ("3-5", 3, 5), ("6-10", 6, 10), ("11+", 11, 10 ** 9))
+#: the word classes of ``word_classes.word_class``, in the order of every selection table
+WORD_CLASSES = ("content", "function", "punctuation")
+#: word-distance buckets of every selection-by-distance table (this report's and the selector
+#: head-to-head's): (label, lowest, highest inclusive or None), doubling in width
+DISTANCE_BUCKETS = (("0", 0, 0), ("1", 1, 1), ("2–3", 2, 3), ("4–7", 4, 7), ("8–15", 8, 15),
+                    ("≥ 16", 16, None))
+
+
+def distance_bucket(distance: int) -> str:
+    """The :data:`DISTANCE_BUCKETS` label of a word distance (>= 0)."""
+    for label, low, high in DISTANCE_BUCKETS:
+        if low <= distance and (high is None or distance <= high):
+            return label
+    raise ValueError(f"word distance {distance} is negative")
 
 
 def _load(path: Path) -> dict:
@@ -108,18 +120,18 @@ def _rate(table: dict, label: str) -> str:
 
 def distance_rates(layer: dict) -> List[Optional[float]]:
     """Selection rate per :data:`DISTANCE_BUCKETS` bucket from the per-distance counts."""
-    out = []
-    for _, lo, hi in DISTANCE_BUCKETS:
-        rows = [d for d in layer["distance"] if lo <= d["distance"] <= hi]
-        possible = sum(d["possible"] for d in rows)
-        out.append(sum(d["selected"] for d in rows) / possible if possible else None)
-    return out
+    sums = {label: [0, 0] for label, _, _ in DISTANCE_BUCKETS}
+    for row in layer["distance"]:
+        bucket = sums[distance_bucket(row["distance"])]
+        bucket[0] += row["selected"]
+        bucket[1] += row["possible"]
+    return [selected / possible if possible else None for selected, possible in sums.values()]
 
 
 def selection_table(results: AnalysisResults) -> str:
     """Per selective system and layer: key and query selection rates (%) of content, function
     and punctuation words, and the key rate by word distance."""
-    classes = ("content", "function", "punctuation")
+    classes = WORD_CLASSES
     head = (["system", "layer"] + [f"keys: {c}" for c in classes] + [f"queries: {c}" for c in classes]
             + [f"d = {b[0]}" for b in DISTANCE_BUCKETS])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -163,13 +175,18 @@ def plot_probing(results: AnalysisResults, path) -> None:
     plt.close(fig)
 
 
-def report_markdown(results: AnalysisResults) -> str:
-    """The whole report: probing tables, tree induction, selection by word class and distance."""
+def report_markdown(results: AnalysisResults, level: int = 2) -> str:
+    """The whole report: probing tables, tree induction, selection by word class and distance;
+    its sections are headings of ``level`` (2: ``##``), the probing sets one level below."""
+    if not 1 <= level <= 5:
+        raise ValueError(f"heading level {level} is not 1 to 5")
+    h, sub = "#" * level, "#" * (level + 1)
     titles = dict(PROBING_SETS)
-    parts = ["## Probing accuracy per layer (%, 95% Wilson interval)"]
+    parts = [f"{h} Probing accuracy per layer (%, 95% Wilson interval)"]
     for s in results.probes:
-        parts += [f"### {titles.get(s, s)}", probing_table(results, s)]
-    parts += ["## Tree induction from attention (split-point, EWT dev)", trees_table(results)]
+        parts += [f"{sub} {titles.get(s, s)}", probing_table(results, s)]
+    parts += [f"{h} Tree induction from attention (split-point, EWT dev)", trees_table(results)]
     if results.selection:
-        parts += ["## Selection by word class and distance (EWT dev, eval mode, %)", selection_table(results)]
+        parts += [f"{h} Selection by word class and distance (EWT dev, eval mode, %)",
+                  selection_table(results)]
     return "\n\n".join(parts) + "\n"

@@ -8,7 +8,7 @@ import matplotlib.image
 import pytest
 from helpers.translation_testlib import load_script
 
-from ssan_plugin.analysis.report import (DISTANCE_BUCKETS, AnalysisResults, distance_rates,
+from ssan_plugin.analysis.report import (DISTANCE_BUCKETS, AnalysisResults, distance_bucket, distance_rates,
                                          plot_probing, probing_table, report_markdown,
                                          selection_table, trees_table)
 from ssan_plugin.translation.textio import PipelineError
@@ -74,14 +74,21 @@ def test_trees_table_and_right_branching(analysis_dir):
 def test_distance_buckets_pool_counts():
     rates = distance_rates(stats_json()["layers"][0])
     labels = [b[0] for b in DISTANCE_BUCKETS]
-    expected = {"0": 1.0, "1": 0.5, "2": None, "3-5": 2 / 4, "6-10": None, "11+": 0.0}
+    expected = {"0": 1.0, "1": 0.5, "2–3": 1 / 2, "4–7": 1 / 2, "8–15": 0.0, "≥ 16": None}
     assert dict(zip(labels, rates)) == expected
+
+
+def test_distance_bucket_edges():
+    assert [distance_bucket(d) for d in (0, 1, 2, 3, 4, 7, 8, 15, 16, 500)] == [
+        "0", "1", "2–3", "2–3", "4–7", "4–7", "8–15", "8–15", "≥ 16", "≥ 16"]
+    with pytest.raises(ValueError, match="negative"):
+        distance_bucket(-1)
 
 
 def test_selection_table_rates(analysis_dir):
     table = selection_table(read(analysis_dir))
     row = [line for line in table.splitlines() if line.startswith("| ssan |")]
-    assert row == ["| ssan | 1 | 75.0 | 50.0 | – | 25.0 | – | – | 100.0 | 50.0 | – | 50.0 | – | 0.0 |"]
+    assert row == ["| ssan | 1 | 75.0 | 50.0 | – | 25.0 | – | – | 100.0 | 50.0 | 50.0 | 50.0 | 0.0 | – |"]
 
 
 def test_missing_file_is_named(analysis_dir):
@@ -94,6 +101,12 @@ def test_report_and_figure(analysis_dir, tmp_path):
     results = read(analysis_dir)
     md = report_markdown(results)
     assert md.index("## Probing") < md.index("## Tree induction") < md.index("## Selection by word class")
+    nested = report_markdown(results, level=3)
+    assert nested.startswith("### Probing") and "\n#### bigram shift" in nested
+    assert "\n## " not in nested and nested.replace("#### ", "### ").replace("### ", "## ") == \
+        md.replace("### ", "## ")
+    with pytest.raises(ValueError, match="heading level 0"):
+        report_markdown(results, level=0)
     png = tmp_path / "probing.png"
     plot_probing(results, png)
     image = matplotlib.image.imread(png)

@@ -46,8 +46,8 @@ test: install
 bench: install
 	$(PY) benchmarks/bench_ssan.py --corpus builtin --ssan-system "torch=--ssan-kernel torch" --json examples/translation/bench/process.builtin.json
 	$(PY) benchmarks/bench_ssan.py --corpus news --ssan-system "torch=--ssan-kernel torch" --json examples/translation/bench/process.news.json
-	$(PY) benchmarks/bench_steps.py runs/bench/builtin/data-bin --system "torch=--ssan-kernel torch" --json examples/translation/bench/steps.builtin.json
-	$(PY) benchmarks/bench_steps.py runs/bench/news/data-bin --system "torch=--ssan-kernel torch" --json examples/translation/bench/steps.news.json
+	$(PY) benchmarks/bench_steps.py runs/bench/builtin/data-bin --system "torch=--ssan-kernel torch" --system "p32=--ssan-policy-dim 32" --json examples/translation/bench/steps.builtin.json
+	$(PY) benchmarks/bench_steps.py runs/bench/news/data-bin --system "torch=--ssan-kernel torch" --system "p32=--ssan-policy-dim 32" --json examples/translation/bench/steps.news.json
 	OMP_NUM_THREADS=1 $(PY) benchmarks/bench_encoder_layers.py --kinds san,ssan,ssan_native --batch 8 --width 512 --heads 8 --lengths 64,128,256,512 --min-time 1 --repeats 3 --out examples/translation/bench/layers_train
 	OMP_NUM_THREADS=1 $(PY) benchmarks/bench_encoder_layers.py --mode eval --kinds san,ssan --batch 8 --width 512 --heads 8 --lengths 64,128,256,512 --min-time 1 --repeats 3 --out examples/translation/bench/layers_eval
 	OMP_NUM_THREADS=1 $(PY) benchmarks/bench_encoder_layers.py --kinds san,selectors --batch 8 --width 512 --heads 8 --lengths 64,128,256,512 --min-time 1 --repeats 3 --out examples/selectors/bench/layers

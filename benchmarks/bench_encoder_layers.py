@@ -32,7 +32,6 @@ Writes CSV + PNG (matplotlib) and prints the ratios for the README. OMP_NUM_THRE
 import argparse
 import csv
 import json
-import math
 import os
 import statistics
 import subprocess
@@ -248,39 +247,6 @@ def plot(rows, path, args):
     fig.savefig(path, dpi=120)
 
 
-def value(rows, kind, length, key):
-    for r in rows:
-        if r["kind"] == kind and r["length"] == length and r.get("status") == "ok":
-            return r[key]
-    return float("nan")
-
-
-def ratio(rows, kind, length, key):
-    """kind / san for one length (nan when SAN's value is missing or 0, e.g. at toy sizes)."""
-    base = value(rows, "san", length, key)
-    return value(rows, kind, length, key) / base if base else float("nan")
-
-
-def summarise(rows, lengths):
-    lines = []
-    t_cmp = max([t for t in lengths if not math.isnan(value(rows, "disan_naive", t, "peak_mb"))], default=None)
-    for t in sorted({256, t_cmp} - {None}):
-        naive, blocked = value(rows, "disan_naive", t, "peak_mb"), value(rows, "disan_blocked", t, "peak_mb")
-        lines.append(f"T={t}: DiSAN memory-efficient / naive peak memory = {blocked / naive:.3f} "
-                     f"({blocked:.0f} MB vs {naive:.0f} MB); time ratio "
-                     f"{value(rows, 'disan_blocked', t, 'time_s') / value(rows, 'disan_naive', t, 'time_s'):.2f}")
-    big = max(lengths)
-    small = max([t for t in lengths if t <= big // 2], default=min(lengths))
-    for kind in KINDS if small < big else ():
-        m_big, m_small = value(rows, kind, big, "peak_mb"), value(rows, kind, small, "peak_mb")
-        if not (math.isnan(m_big) or math.isnan(m_small)) and m_small > 0 and m_big > 0:
-            slope = math.log(m_big / m_small) / math.log(big / small)
-            lines.append(f"{kind}: peak memory T={small} -> T={big}: {m_small:.0f} -> {m_big:.0f} MB, "
-                         f"growth exponent {slope:.2f} (1 = linear, 2 = quadratic); "
-                         f"time {value(rows, kind, big, 'time_s') * 1000:.0f} ms at T={big}")
-    return lines
-
-
 def main():
     ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--worker", nargs=2, metavar=("KIND", "T"), help=argparse.SUPPRESS)
@@ -337,15 +303,13 @@ def main():
         for r in rows:
             writer.writerow(r)
     plot(rows, out / "bench_encoder_layers.png", args)
-    for line in summarise(rows, lengths):
+    # the tables of examples/*/RESULTS.md and examples/variants/README.md, from the CSV
+    from ssan_plugin.experiments.tables.bench import layers_growth, layers_table_by_kind
+
+    for line in layers_growth(out / "bench_encoder_layers.csv"):
         print(line)
-    if "san" in kinds:
-        print("| kind | T | time / san | peak memory / san |\n|---|---|---|---|")
-        for kind in kinds:
-            for t in lengths:
-                if kind != "san":
-                    print(f"| {kind} | {t} | {ratio(rows, kind, t, 'time_s'):.2f} "
-                          f"| {ratio(rows, kind, t, 'peak_mb'):.2f} |")
+    if "san" in kinds and len(kinds) > 1:
+        print(layers_table_by_kind(out / "bench_encoder_layers.csv"))
     print(f"wrote {out / 'bench_encoder_layers.csv'} and {out / 'bench_encoder_layers.png'}")
 
 

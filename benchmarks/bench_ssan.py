@@ -43,6 +43,7 @@ from tqdm import tqdm
 
 from ssan_plugin.cli.arguments import ArgumentParser, positive_int
 from ssan_plugin.experiments.archive import relativize_text
+from ssan_plugin.experiments.tables.bench import process_table
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -89,10 +90,10 @@ def plan_systems(path, study_name, error) -> dict:
         plan = Plan.load(path)
     except PipelineError as err:
         error(f"--plan: {err}")
-    studies = {s.name: s for s in plan.studies}
-    study = studies.get(study_name) if study_name else plan.studies[0]
-    if study is None:
-        error(f"--study {study_name!r}: the plan has {', '.join(studies)}")
+    try:
+        study = plan.study(study_name) if study_name else plan.studies[0]
+    except PipelineError as err:
+        error(f"--study: {err}")
     if study.systems[0] != "baseline":
         error(f"--plan: study {study.name!r}'s first system is {study.systems[0]!r}; the "
               f"reference must be called 'baseline'")
@@ -244,44 +245,19 @@ def main():
             "peak_rss": s["peak_rss_mib"] / b["peak_rss_mib"],
             "peak_rss_above_idle": (s["peak_rss_mib"] - idle_rss) / (b["peak_rss_mib"] - idle_rss),
         }
-    pieces = mean_source_pieces(data_bin)
-    others = [n for n in systems if n != "baseline"]
-    print(f"\ncorpus {args.corpus} (test source: {pieces:.1f} pieces a sentence on average), "
-          f"{args.repeats} trainings x {args.updates} updates, {args.decode_repeats} decodings "
-          f"per mode, max-tokens {args.max_tokens}, "
-          + (f"systems and flags of {args.plan}" if args.plan else f"model: {' '.join(MODEL)}"))
-    for name in others if args.plan else others[1:]:
-        print(f"{name}: " + (' '.join(systems[name]) if args.plan else
-                             f"ssan with {' '.join(systems[name][len(SYSTEMS['ssan']):])}"))
-    print("| measure | baseline | " + " | ".join(others) + " | "
-          + " | ".join(f"{n} / baseline" for n in others) + " | target |")
-    print("|---" * (3 + 2 * len(others)) + "|")
-    rows = [("training words/s", "train_wps", "train_wps", "{:.0f}", ">= 0.95"),
-            ("teacher-forced scoring sentences/s (train split)", "score_sps", "score_sps", "{:.1f}", ">= 0.98"),
-            ("generation sentences/s, fixed length 12", "gen_sps_fixed_len", "gen_sps_fixed_len", "{:.1f}", ">= 0.98"),
-            ("generation sentences/s, free length", "gen_sps", "gen_sps", "{:.1f}", "(depends on the outputs)"),
-            ("peak RSS (MiB)", "peak_rss_mib", "peak_rss", "{:.0f}", "<= 1.10")]
-    for label, key, ratio_key, fmt, target in rows:
-        if key not in med["baseline"]:
-            continue  # a decoding mode not measured (--modes)
-        values = [fmt.format(med[n][key]) for n in ["baseline", *others]]
-        print(f"| {label} | " + " | ".join(values) + " | "
-              + " | ".join(f"{ratios[n][ratio_key]:.3f}" for n in others)
-              + f" | {'' if args.plan else target} |")  # the targets are SSAN's
-    above = [f"{med[n]['peak_rss_mib'] - idle_rss:.0f}" for n in ["baseline", *others]]
-    print(f"| peak RSS above idle import ({idle_rss:.0f} MiB) | " + " | ".join(above) + " | "
-          + " | ".join(f"{ratios[n]['peak_rss_above_idle']:.3f}" for n in others) + " | |")
+    record = {
+        "corpus": args.corpus, "mean_source_pieces": mean_source_pieces(data_bin),
+        "systems": systems, "runs": results, "median": med,
+        "ratios": ratios.get("ssan"), "ratios_by_system": ratios, "idle_rss_mib": idle_rss,
+        "settings": {"updates": args.updates, "repeats": args.repeats,
+                     "decode_repeats": args.decode_repeats, "max_tokens": args.max_tokens,
+                     "modes": modes, "plan": args.plan and relativize_text(
+                         str(Path(args.plan).resolve())), "study": args.study}}
+    # the table of examples/*/RESULTS.md (ssan_plugin.experiments.tables.bench), from this record
+    print("\n" + process_table(Path(args.json or "bench_ssan"), record))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({
-            "corpus": args.corpus, "mean_source_pieces": pieces,
-            "systems": systems, "runs": results, "median": med,
-            "ratios": ratios.get("ssan"), "ratios_by_system": ratios, "idle_rss_mib": idle_rss,
-            "settings": {"updates": args.updates, "repeats": args.repeats,
-                         "decode_repeats": args.decode_repeats, "max_tokens": args.max_tokens,
-                         "modes": modes, "plan": args.plan and relativize_text(
-                             str(Path(args.plan).resolve())), "study": args.study}},
-            indent=2))
+        Path(args.json).write_text(json.dumps(record, indent=2))
 
 
 if __name__ == "__main__":

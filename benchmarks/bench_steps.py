@@ -38,9 +38,10 @@ import torch
 from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_ssan import MODEL, ROOT, SYSTEMS, TRAINING, with_ssan_systems  # noqa: E402
+from bench_ssan import MODEL, ROOT, TRAINING, with_ssan_systems  # noqa: E402
 
 from ssan_plugin.cli.arguments import ArgumentParser, positive_int  # noqa: E402
+from ssan_plugin.experiments.archive import project_path  # noqa: E402
 from ssan_plugin.experiments.tables.bench import steps_table  # noqa: E402
 
 MEASURES = ("train_step", "score_forward")
@@ -176,35 +177,20 @@ def main():
                      for m in MEASURES} for name in names if name != "baseline"}
     ceiling = {name: {m: flops["baseline"][m] / flops[name][m] for m in MEASURES}
                for name in names if name != "baseline"}
-    others = [n for n in names if n != "baseline"]
-    print(f"\n{args.steps} batches (+{args.warmup} untimed) of up to {args.max_tokens} tokens, "
-          f"{np.mean(tokens):.0f} target tokens a batch, {torch.get_num_threads()} threads; "
-          "throughput ratios system / baseline (summed times, bootstrap 95 % interval)")
-    for name in others[1:]:
-        print(f"{name}: ssan with {' '.join(systems[name][len(SYSTEMS['ssan']):])}")
     record = {
-        "data": relative_to_root(data_bin), "steps": args.steps,
-        "warmup": args.warmup,
+        "data": project_path(data_bin), "steps": args.steps,
+        "warmup": args.warmup, "max_tokens": args.max_tokens,
         "threads": torch.get_num_threads(), "systems": systems, "times_s": times,
         "target_tokens": tokens, "flops": flops, "flop_ceiling": ceiling,
         "flop_batch": {"src_tokens": list(batches[0]["net_input"]["src_tokens"].shape),
                        "target": list(batches[0]["target"].shape)},
         "ratios": {n: {m: dict(zip(("ratio", "low", "high"), r)) for m, r in v.items()}
                    for n, v in ratios.items()}}
-    print(steps_table(Path(args.json or "bench_steps"), record))
+    print("\nthroughput ratios system / baseline (summed times, bootstrap 95 % interval)\n"
+          + steps_table(Path(args.json or "bench_steps"), record))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(record, indent=2))
-
-
-def relative_to_root(path: Path) -> str:
-    """``path`` relative to the project root when it lies inside it (archives name no machine
-    paths), else as given (a path test: the archive's text rewriting would also change a
-    path outside the project that merely contains the root's parent)."""
-    try:
-        return str(path.resolve().relative_to(ROOT))
-    except ValueError:
-        return str(path)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,8 @@ STABILITY_PLAN = ROOT / "examples" / "stability" / "demo_plan.json"
 def translation_blocks():
     from ssan_plugin.experiments.plan import Plan
     from ssan_plugin.experiments.tables.translation import runs_table, translation_comparisons
-    from ssan_plugin.experiments.tables.verdicts import power_table, verdict_table
+    from ssan_plugin.experiments.tables.verdicts import (power_table, spread_ratio_table,
+                                                         verdict_table)
 
     plan = Plan.load(TRANSLATION_PLAN)
     rows = translation_comparisons(plan, "translation")
@@ -39,6 +40,7 @@ def translation_blocks():
     ssan = [r for r in rows if r.system in ("ssan", "ssan_cap0")]  # from scratch: the six-seed study
     return {"translation-verdicts": verdict_table(rows),
             "translation-power": power_table(ssan),
+            "translation-spread": spread_ratio_table(ssan),
             "translation-runs": runs_table(plan), **translation_cost_blocks()}
 
 
@@ -65,7 +67,8 @@ def translation_cost_blocks():
 def stability_blocks():
     from ssan_plugin.experiments.plan import Plan
     from ssan_plugin.experiments.runner import Runner
-    from ssan_plugin.experiments.tables.stability import seed_spreads, spread_table
+    from ssan_plugin.experiments.tables.stability import (calibration_table, seed_spreads,
+                                                          spread_table)
     from ssan_plugin.experiments.tables.translation import translation_comparisons
     from ssan_plugin.experiments.tables.verdicts import verdict_table
 
@@ -83,23 +86,6 @@ def stability_blocks():
     if calibration:
         blocks["stability-calibration"] = calibration_table(calibration)
     return blocks
-
-
-def calibration_table(paths):
-    """The outputs of calibrate_significance.py --seed-level --json calibration/SYSTEM.json,
-    one per system whose archived seeds it drew from."""
-    import json
-
-    rows = ["| seeds of | seeds in the pool | groups of | nulls | test sentences | seed-level "
-            "test: p < 0.05 | pooled sentence-level bootstrap: p < 0.05 |",
-            "|---|---|---|---|---|---|---|"]
-    for path in paths:
-        run = json.loads(path.read_text())
-        rate = run["rejection_rate"]
-        rows.append(f"| {path.stem} | {len(run['bleu'])} | {run['group_size']} | "
-                    f"{run['nulls']} | {run['n_sentences']} | {rate['seed_level']:.1%} | "
-                    f"{rate['pooled_sentences']:.1%} |")
-    return "\n".join(rows)
 
 
 SRL_SPECS = (  # (comparison, baseline runs, system runs) of examples/srl/experiments
@@ -250,6 +236,25 @@ def selectors_blocks():
     return selector_blocks(plan, "prenorm", "en-de", ROOT / "examples" / "selectors" / "bench")
 
 
+def variants_blocks():
+    """The efficiency study of examples/variants/README.md from its bench_encoder_layers.csv
+    (benchmarks/bench_encoder_layers.py with its defaults, the last line of `make bench`)."""
+    from ssan_plugin.experiments.tables.bench import layers_absolute_table, layers_growth
+
+    path = ROOT / "examples" / "variants" / "bench_encoder_layers.csv"
+    lines = "\n".join(f"- {line}" for line in layers_growth(path))
+    return {"variants-layers": f"{layers_absolute_table(path)}\n\n{lines}"}
+
+
+def analysis_blocks():
+    """The analysis report (examples/analysis/archive/: run_analysis.sh's JSON files and its
+    systems.json) and its models' scores from the translation archive."""
+    from ssan_plugin.experiments.tables.analysis import analysis_blocks as blocks
+
+    return blocks(ROOT / "examples" / "analysis" / "archive",
+                  ROOT / "examples" / "translation" / "experiments")
+
+
 FILES = {
     ROOT / "README.md": readme_blocks,
     ROOT / "examples" / "srl" / "RESULTS.md": srl_blocks,
@@ -257,6 +262,8 @@ FILES = {
     ROOT / "examples" / "stability" / "RESULTS.md": stability_blocks,
     ROOT / "examples" / "pairs" / "RESULTS.md": pairs_blocks,
     ROOT / "examples" / "selectors" / "RESULTS.md": selectors_blocks,
+    ROOT / "examples" / "analysis" / "RESULTS.md": analysis_blocks,
+    ROOT / "examples" / "variants" / "README.md": variants_blocks,
 }
 
 

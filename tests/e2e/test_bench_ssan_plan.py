@@ -32,7 +32,7 @@ def test_plan_systems_are_the_studys_with_the_plans_flags():
 
 @pytest.mark.parametrize("args,message", [
     (["--plan", str(PLAN), "--ssan-system", "x=--ssan-tau 1"], "with --plan, the plan names them"),
-    (["--plan", str(PLAN), "--study", "nope"], "--study 'nope': the plan has prenorm"),
+    (["--plan", str(PLAN), "--study", "nope"], "no study 'nope' (it has prenorm)"),
     (["--study", "prenorm"], "--study needs --plan"),
     (["--modes", "score"], "--modes 'score': choose from gen_sps,gen_sps_fixed_len,score_sps"),
 ])

@@ -27,27 +27,26 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ...cli.errors import PipelineError
+from ...analysis.report import DISTANCE_BUCKETS, WORD_CLASSES, distance_bucket
 from ..archive import relativize_text
-from .archives import archive_json, archived, archived_record, curve_records
+from .archives import archive_json, archived_record, archived_value, curve_records
+from .bench import PROCESS_MEASURES, layers_table_by_kind
 from .blocks import ResultsError
 from .translation import bleu_scorer, run_stats, test_reference
 from .verdicts import Comparison, apply_holm
 
-#: distance buckets of the selection table: (label, lowest, highest or None)
-DISTANCE_BUCKETS = (("0", 0, 0), ("1", 1, 1), ("2–3", 2, 3), ("4–7", 4, 7), ("8–15", 8, 15),
-                    ("≥ 16", 16, None))
-WORD_CLASSES = ("content", "function", "punctuation")
-#: the measures of the cost table: (label, key of bench_ssan.py's medians, format)
-COST_MEASURES = (("training words/s", "train_wps", "{:.0f}"),
-                 ("scoring sentences/s", "score_sps", "{:.1f}"),
-                 ("peak RSS MiB", "peak_rss_mib", "{:.0f}"))
+#: the measures of the cost table: those of the process table (label, key of bench_ssan.py's
+#: medians, format) that the head-to-head's bench measures
+COST_MEASURES = tuple(m for m in PROCESS_MEASURES
+                      if m[1] in ("train_wps", "score_sps", "peak_rss_mib"))
 
 
 def _study(plan, study: str):
-    found = next((s for s in plan.studies if s.name == study), None)
-    if found is None:
-        raise ResultsError(f"{plan.path}: no study {study!r}")
-    return found
+    try:
+        return plan.study(study)
+    except PipelineError as err:
+        raise ResultsError(str(err)) from None
 
 
 def head_to_head_runs(plan, study: str, pair: str) -> Dict[str, Dict[int, Tuple[Path, str]]]:
@@ -131,8 +130,8 @@ def selector_rows(plan, study: str, pair: str, table: str = "selectors",
             system=system, seeds=seeds,
             borrowed=None if borrow is None else f"{relativize_text(borrow.plan)} "
                                                  f"{borrow.study}/{borrow.system}",
-            bleu=[archived(runs[s][0] / "test.json", "systems", 0, "bleu") for s in seeds],
-            chrf=[archived(runs[s][0] / "test.json", "systems", 0, "chrf") for s in seeds],
+            bleu=[archived_value(runs[s][0] / "test.json", "systems", 0, "bleu") for s in seeds],
+            chrf=[archived_value(runs[s][0] / "test.json", "systems", 0, "chrf") for s in seeds],
             selection=[r for r in (evaluation_selection_rate(runs[s][0]) for s in seeds)
                        if r is not None])
         base_seeds = sorted(found[base_name])
@@ -217,22 +216,22 @@ def cost_table(paths: Sequence[Path], systems: Sequence[str]) -> str:
            + "---|"]
     for path in paths:
         record = archive_json(path)
-        measured = archived(path, "median", number=False, data=record)
+        measured = archived_value(path, "median", number=False, data=record)
         if not isinstance(measured, dict) or "baseline" not in measured:
             raise ResultsError(f"{path}: key 'median' must name the systems, 'baseline' among "
                                f"them")
-        idle = archived(path, "idle_rss_mib", data=record)
+        idle = archived_value(path, "idle_rss_mib", data=record)
         # a measure the file lacks (bench_ssan.py --modes without score_sps) is shown as —
         keys = [key for _, key, _ in COST_MEASURES if key in measured["baseline"]]
-        base = {key: archived(path, "median", "baseline", key, data=record) for key in keys}
-        corpus = archived(path, "corpus", number=False, data=record)
-        pieces = archived(path, "mean_source_pieces", data=record)
+        base = {key: archived_value(path, "median", "baseline", key, data=record) for key in keys}
+        corpus = archived_value(path, "corpus", number=False, data=record)
+        pieces = archived_value(path, "mean_source_pieces", data=record)
         settings = record.get("settings") or {}
         budget = (f", {settings['repeats']} x {settings['updates']} updates"
                   if {"repeats", "updates"} <= set(settings) else "")
         label = f"{path.name} ({corpus}, {pieces:.1f} source pieces{budget})"
         for system in [s for s in systems if s in measured]:
-            values = {key: archived(path, "median", system, key, data=record) for key in keys}
+            values = {key: archived_value(path, "median", system, key, data=record) for key in keys}
             cells = []
             for _, key, fmt in COST_MEASURES:
                 cells += [fmt.format(values[key]), f"{values[key] / base[key]:.3f}"] \
@@ -248,28 +247,27 @@ def pooled_rates(path: Path) -> Dict[str, float]:
     bucket, selected / possible pairs summed over every layer and head (NaN where nothing was
     possible)."""
     data = archive_json(path)
-    layers = archived(path, "layers", number=False, data=data)
+    layers = archived_value(path, "layers", number=False, data=data)
     if not isinstance(layers, list):
         raise ResultsError(f"{path}: key 'layers' must be a list")
     sums = {name: [0.0, 0.0] for name in WORD_CLASSES}
     sums.update({label: [0.0, 0.0] for label, _, _ in DISTANCE_BUCKETS})
     for k, layer in enumerate(layers):
-        by_class = archived(path, "layers", k, "keys", "by_class", number=False, data=data)
+        by_class = archived_value(path, "layers", k, "keys", "by_class", number=False, data=data)
         for name in WORD_CLASSES:
             if name in by_class:
-                sums[name][0] += archived(path, "layers", k, "keys", "by_class", name,
+                sums[name][0] += archived_value(path, "layers", k, "keys", "by_class", name,
                                           "selected", data=data)
-                sums[name][1] += archived(path, "layers", k, "keys", "by_class", name,
+                sums[name][1] += archived_value(path, "layers", k, "keys", "by_class", name,
                                           "possible", data=data)
-        distances = archived(path, "layers", k, "distance", number=False, data=data)
+        distances = archived_value(path, "layers", k, "distance", number=False, data=data)
         for j, _ in enumerate(distances):
-            d = archived(path, "layers", k, "distance", j, "distance", data=data)
-            for label, low, high in DISTANCE_BUCKETS:
-                if d >= low and (high is None or d <= high):
-                    sums[label][0] += archived(path, "layers", k, "distance", j, "selected",
-                                               data=data)
-                    sums[label][1] += archived(path, "layers", k, "distance", j, "possible",
-                                               data=data)
+            d = archived_value(path, "layers", k, "distance", j, "distance", data=data)
+            if d < 0:
+                raise ResultsError(f"{path}: layers.{k}.distance.{j}: negative distance {d}")
+            bucket = sums[distance_bucket(int(d))]
+            bucket[0] += archived_value(path, "layers", k, "distance", j, "selected", data=data)
+            bucket[1] += archived_value(path, "layers", k, "distance", j, "possible", data=data)
     return {name: s / p if p else float("nan") for name, (s, p) in sums.items()}
 
 
@@ -284,7 +282,7 @@ def selection_table(plan, study: str, pair: str) -> str:
             continue
         path = plan.selection_file(run)
         if path is not None and path.is_file():
-            sentences = int(archived(path, "n_sentences"))
+            sentences = int(archived_value(path, "n_sentences"))
             by_system.setdefault(run.system.name, []).append(
                 (run.seed, pooled_rates(path), sentences))
     if not by_system:
@@ -316,9 +314,15 @@ def selection_table(plan, study: str, pair: str) -> str:
 
 def selector_blocks(plan, study: str, pair: str, bench_dir: Path) -> Dict[str, str]:
     """The generated blocks of ``examples/selectors/RESULTS.md``: ``selectors-verdicts``,
-    ``selectors-cost`` (every ``*.json`` of ``bench_dir``) and ``selectors-selection``."""
+    ``selectors-cost`` (every ``*.json`` of ``bench_dir``), ``selectors-selection`` and, once
+    ``bench_dir/layers/bench_encoder_layers.csv`` exists (``bench_encoder_layers.py --kinds
+    san,selectors``), ``selectors-layers``."""
     systems = _study(plan, study).systems
     bench = sorted(Path(bench_dir).glob("*.json")) if Path(bench_dir).is_dir() else []
-    return {"selectors-verdicts": verdict_table(selector_rows(plan, study, pair)),
-            "selectors-cost": cost_table(bench, systems),
-            "selectors-selection": selection_table(plan, study, pair)}
+    blocks = {"selectors-verdicts": verdict_table(selector_rows(plan, study, pair)),
+              "selectors-cost": cost_table(bench, systems),
+              "selectors-selection": selection_table(plan, study, pair)}
+    layers = Path(bench_dir) / "layers" / "bench_encoder_layers.csv"
+    if layers.is_file():
+        blocks["selectors-layers"] = layers_table_by_kind(layers)
+    return blocks

@@ -173,6 +173,18 @@ def test_a_plan_without_runs_gets_its_tables(tmp_path):
     assert table_row(table, "topk")[4] == "— (fewer than two seeds a side)"
     assert blocks["selectors-cost"].startswith("No cost archive yet")
     assert blocks["selectors-selection"] == "No selection statistics archived yet."
+    assert "selectors-layers" not in blocks  # no layer bench: no block to fill
+
+
+def test_the_layer_bench_becomes_a_block(tmp_path):
+    layers = tmp_path / "bench" / "layers" / "bench_encoder_layers.csv"
+    layers.parent.mkdir(parents=True)
+    layers.write_text("kind,length,batch,width,time_s,peak_mb,reps,selection_rate,status\n"
+                      "san,64,8,512,0.010,100,3,,ok\n"
+                      "sel_topk,64,8,512,0.012,150,3,0.1,ok\n")
+    table = selector_blocks(plans(tmp_path), "pn", "en-de", tmp_path / "bench")["selectors-layers"]
+    assert table.splitlines()[0] == "| kind | time / SAN, T = 64 | memory / SAN, T = 64 |"
+    assert table.splitlines()[2] == "| sel_topk | 1.20 | 1.50 |"
 
 
 def test_a_hand_edited_bleu_is_refused(archive, tmp_path):

@@ -3,14 +3,14 @@
 
 For each sequence length T and each layer kind -- fairseq's self-attention (san), SSAN (ssan;
 ssan_native with ``--ssan-kernel native``), DiSAN naive (disan_naive), DiSAN memory-efficient (disan_blocked), Bi-BloSAN (biblosan), ReSA
-(resa), and every selector of ``selective_transformer`` (``sel_*``, see SELECTOR_KINDS; ``--kinds
+(resa), and every selector of ``selective_transformer`` (``sel_*``, see selector_kinds; ``--kinds
 selectors`` names them all) -- one training-mode forward + backward of a full encoder layer
 (sublayer, residual, layer norm, FFN of 4 x width) on a random B x T x width input without pads.
 ``--mode eval`` times instead an evaluation-mode forward without gradient (what decoding and
 teacher-forced scoring run) on the same input with pads: every other sentence's last quarter.
 
 The ``sel_*`` kinds are built by the selector registry (modules/selectors/registry.py), from
-every selector option at its declared default except those SELECTOR_KINDS sets, exactly as
+every selector option at its declared default except those SELECTOR_OPTIONS sets, exactly as
 ``--encoder-selector NAME`` builds a layer; ``fixed_mask``'s mask covers the length measured
 (``--max-source-positions`` = T, at least the memory worker's warm-up length). SSAN, its
 selectors (``sel_gumbel``, ``sel_soft``) and ``sel_fixed_mask`` use the torch kernel, as ``ssan``
@@ -41,18 +41,30 @@ from pathlib import Path
 
 from ssan_plugin.cli.arguments import ArgumentParser, positive_float, positive_int
 
-#: layers of the selector registry: kind -> (selector name, the options that differ from the
-#: selector's declared defaults). Every registered selector has one (tests/e2e/test_bench_layers.py).
-SELECTOR_KINDS = {
+#: bench kinds of the selector registry whose options differ from the selector's declared
+#: defaults: kind -> (selector name, options). Every other registered selector NAME is measured
+#: as ``sel_NAME`` with its defaults (:func:`selector_kinds`), so a new selector needs no line.
+SELECTOR_OPTIONS = {
     "sel_gumbel": ("gumbel", {"ssan_kernel": "torch"}),
     "sel_soft": ("soft", {"ssan_kernel": "torch"}),
     "sel_topk": ("topk", {"topk": 8.0}),
-    "sel_entmax": ("entmax", {}),  # alpha learnt per head from 1.5 (bisection)
     "sel_entmax15": ("entmax", {"entmax_fixed_alpha": True, "entmax_alpha": 1.5}),
     "sel_sparsemax": ("entmax", {"entmax_fixed_alpha": True, "entmax_alpha": 2.0}),
-    "sel_gate": ("gate", {}),
     "sel_fixed_mask": ("fixed_mask", {"fixed_mask_kernel": "torch"}),
 }
+
+
+def selector_kinds() -> dict:
+    """kind -> (selector name, options): ``sel_NAME`` for every registered selector, in registry
+    order, then the extra kinds of :data:`SELECTOR_OPTIONS` (other settings of a selector)."""
+    from ssan_plugin.modules.selectors.registry import SELECTORS
+
+    kinds = {f"sel_{name}": SELECTOR_OPTIONS.get(f"sel_{name}", (name, {})) for name in SELECTORS}
+    kinds.update({k: v for k, v in SELECTOR_OPTIONS.items() if k not in kinds})
+    return kinds
+
+
+SELECTOR_KINDS = selector_kinds()
 #: the encoder variants of the efficiency study (the default of --kinds)
 VARIANT_KINDS = ["san", "ssan", "ssan_native", "disan_naive", "disan_blocked", "biblosan", "resa"]
 KINDS = [*VARIANT_KINDS, *SELECTOR_KINDS]

@@ -18,7 +18,9 @@ def test_layer_bench_toy_size(tmp_path):
 
     from ssan_plugin.modules.selectors import SELECTORS
 
-    # a kind for every registered selector, all in the "selectors" group of --kinds
+    # a kind sel_NAME for every registered selector (no line needed), all in the "selectors"
+    # group of --kinds
+    assert {f"sel_{name}" for name in SELECTORS} <= set(SELECTOR_KINDS)
     assert {name for name, _ in SELECTOR_KINDS.values()} == set(SELECTORS)
     assert KIND_GROUPS["selectors"] == list(SELECTOR_KINDS) and set(SELECTOR_KINDS) <= set(KINDS)
     proc = subprocess.run(
@@ -148,3 +150,18 @@ def test_paired_steps_toy_size(tmp_path):
     for m in ("train_step", "score_forward"):
         assert result["flop_ceiling"]["ssan"][m] == flops[m]["baseline"] / flops[m]["ssan"]
     assert "| training step |" in proc.stdout and "| teacher-forced scoring forward |" in proc.stdout
+
+
+def test_a_newly_registered_selector_gets_its_bench_kind(monkeypatch):
+    """Adding a selector is its module and one registry line: the layer bench measures it as
+    sel_NAME with its declared defaults, without a line of its own."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_encoder_layers import selector_kinds
+
+    from ssan_plugin.modules.selectors import registry
+
+    monkeypatch.setitem(registry.SELECTORS, "window", registry.SELECTORS["topk"])
+    kinds = selector_kinds()
+    assert kinds["sel_window"] == ("window", {})
+    assert kinds["sel_topk"] == ("topk", {"topk": 8.0})  # the bench's own setting kept
+    assert list(kinds).index("sel_window") < list(kinds).index("sel_entmax15")

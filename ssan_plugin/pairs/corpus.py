@@ -53,6 +53,8 @@ def _sentence(value: str, where: str, column: str) -> str:
 
 
 def read_sick(path) -> List[Pair]:
+    """The pairs of a SICK TSV file (header, then one pair a line); PairFormatError naming the
+    file and line for a malformed one."""
     lines = read_lines(path)
     if not lines:
         raise PairFormatError(f"{path}: empty file (expected a header and pairs)")
@@ -102,6 +104,8 @@ def snli_files(spec: str) -> Tuple[Path, Path, Path]:
 
 
 def read_snli(spec: str) -> List[Pair]:
+    """The pairs of an SNLI split given as its three line-aligned files (``snli_files``:
+    first sentences, second sentences, labels); PairFormatError when their lengths differ."""
     files = snli_files(spec)
     s1, s2, labels = (read_lines(f) for f in files)
     counts = [len(s1), len(s2), len(labels)]
@@ -119,6 +123,7 @@ def read_snli(spec: str) -> List[Pair]:
 
 
 def read_pairs(fmt: str, spec: str) -> List[Pair]:
+    """The pairs of ``spec`` in format ``fmt`` (``sick`` or ``snli``)."""
     if fmt == "sick":
         return read_sick(spec)
     if fmt == "snli":

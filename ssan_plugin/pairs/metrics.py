@@ -62,19 +62,23 @@ def relatedness_metrics(gold: Sequence[float], predicted: Sequence[float]) -> di
 # ---------------------------------------------------------------- paired tests
 
 def accuracy_stats(gold, predicted) -> np.ndarray:
+    """(N, 2) per-pair statistics of N labels: [correct, 1] (``significance.ScoreFn``'s input)."""
     return np.array([[float(g == p), 1.0] for g, p in zip(gold, predicted)])
 
 
 def accuracy_score(sums) -> float:
+    """Accuracy in percent from the summed :func:`accuracy_stats` (2,)."""
     return 100.0 * sums[0] / sums[1]
 
 
 def pearson_stats(gold, predicted) -> np.ndarray:
+    """(N, 6) per-pair statistics of N scores, x predicted and y gold: [x, y, x², y², xy, 1]."""
     x, y = np.asarray(predicted, np.float64), np.asarray(gold, np.float64)
     return np.stack([x, y, x * x, y * y, x * y, np.ones_like(x)], axis=1)
 
 
 def pearson_score(sums) -> float:
+    """Pearson r from the summed :func:`pearson_stats` (6,); 0 when either side is constant."""
     sx, sy, sxx, syy, sxy, n = sums
     cov = sxy - sx * sy / n
     var = (sxx - sx * sx / n) * (syy - sy * sy / n)
@@ -82,11 +86,13 @@ def pearson_score(sums) -> float:
 
 
 def mse_stats(gold, predicted) -> np.ndarray:
+    """(N, 2) per-pair statistics of N scores: [(predicted - gold)², 1]."""
     x, y = np.asarray(predicted, np.float64), np.asarray(gold, np.float64)
     return np.stack([(x - y) ** 2, np.ones_like(x)], axis=1)
 
 
 def mse_score(sums) -> float:
+    """Mean squared error from the summed :func:`mse_stats` (2,)."""
     return float(sums[0] / sums[1])
 
 

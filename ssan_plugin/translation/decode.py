@@ -196,6 +196,10 @@ def _too_long_message(found, positions, subset) -> str:
 
 def decode(data, checkpoint, src, tgt, subset, expected: int, opts: GenerateOptions,
            log_path=None) -> Decoded:
+    """fairseq-generate of ``subset`` with ``checkpoint``: the ``expected`` sentences' pieces in
+    corpus order, with the speed and the log (a missing hypothesis is an error, never a
+    shorter output). Sentences longer than the model's positions follow ``opts.too_long``:
+    an error naming them (default), truncated, or an empty hypothesis."""
     opts.validate()
     command = generate_command(data, checkpoint, src, tgt, subset, opts)
     positions, too_long = too_long_sentences(data, checkpoint, src, tgt, subset)

@@ -151,6 +151,11 @@ def _translate_source(cfg: EvalConfig, spec: SystemSpec, sources):
 
 
 def evaluate(cfg: EvalConfig) -> dict:
+    """``ssan-evaluate-bleu``'s work: decode or read each system's hypotheses, check them
+    against the references, and score them (BLEU, chrF, tokenised BLEU; by source length;
+    each system against the first, sentence level, and groups of seeds at seed level). The
+    JSON report: ``signature``, ``significance`` (the tests' conventions), ``systems`` (one
+    record each) and, with ``GROUP@SEED`` systems, ``groups``."""
     from sacrebleu.metrics import BLEU, CHRF
 
     from ..stats.significance import (

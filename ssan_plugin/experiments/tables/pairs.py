@@ -4,14 +4,13 @@ gold with the project's pair metrics (``pairs.metrics``) and checked against its
 ``result.json``; per-run test metrics; seed-level comparisons of the headline metric (accuracy
 for entailment, Pearson r for relatedness) with Holm's correction over each table."""
 
-import statistics
 from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
 
 from ...stats.significance import paired_bootstrap, seed_level_test
 from .archives import RESULT, SeedRunArchive, archived_value
 from .blocks import ResultsError
-from .verdicts import Comparison, apply_holm
+from .verdicts import Comparison, apply_holm, mean_sd
 
 PREDICTIONS = "test.predictions.tsv"
 #: target -> (result.json section, headline metric, how tables name it, digits)
@@ -111,12 +110,6 @@ class PairsArchive(SeedRunArchive):
 
 def _fmt(value: float, digits: int) -> str:
     return f"{value:.{digits}f}"
-
-
-def mean_sd(values: Sequence[float], digits: int) -> str:
-    if len(values) < 2:
-        return _fmt(values[0], digits)
-    return f"{_fmt(statistics.fmean(values), digits)} ± {_fmt(statistics.stdev(values), digits)}"
 
 
 def runs_table(runs: PairsArchive, targets: Sequence[str], inits: Sequence[str],

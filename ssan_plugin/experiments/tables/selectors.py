@@ -34,7 +34,7 @@ from .archives import archive_json, archived_record, archived_value, curve_recor
 from .bench import PROCESS_MEASURES, layers_table_by_kind
 from .blocks import ResultsError
 from .translation import bleu_scorer, run_stats, test_reference
-from .verdicts import Comparison, apply_holm
+from .verdicts import Comparison, apply_holm, mean_sd
 
 #: the measures of the cost table: those of the process table (label, key of bench_ssan.py's
 #: medians, format) that the head-to-head's bench measures
@@ -153,14 +153,6 @@ def selector_rows(plan, study: str, pair: str, table: str = "selectors",
     return rows
 
 
-def _mean_sd(values: Sequence[float], digits: int = 2) -> str:
-    if not values:
-        return "—"
-    if len(values) == 1:
-        return f"{values[0]:.{digits}f}"
-    return f"{np.mean(values):.{digits}f} ± {np.std(values, ddof=1):.{digits}f}"
-
-
 def verdict_table(rows: Sequence[SelectorRow]) -> str:
     """Markdown, one row per system: its seeds, BLEU mean ± sd over seeds, chrF mean, Δ BLEU
     against the baseline with the seed-level 95 % interval (on the seeds both have, when the
@@ -174,10 +166,10 @@ def verdict_table(rows: Sequence[SelectorRow]) -> str:
     for r in rows:
         name = f"{r.system} (borrowed: {r.borrowed})" if r.borrowed else r.system
         seeds = " ".join(str(s) for s in r.seeds) if r.seeds else "none yet"
-        bleu = _mean_sd(r.bleu)
+        bleu = mean_sd(r.bleu)
         chrf = f"{np.mean(r.chrf):.2f}" if r.chrf else "—"
         if r.selection:
-            sel = _mean_sd(r.selection, 3)
+            sel = mean_sd(r.selection, 3)
         elif r.seeds and not r.selection:
             sel = "— (no selection: every pair)"
         else:

@@ -12,7 +12,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from ...stats.significance import seed_level_test
 from .archives import RESULT, SeedRunArchive, archived_record, archived_value, curve_records
 from .blocks import ResultsError
-from .verdicts import Comparison, apply_holm
+from .verdicts import Comparison, apply_holm, mean_sd
 
 PREDICTIONS = "dev.pred.props.gz"
 
@@ -334,8 +334,7 @@ def seeds_table(runs: SrlArchive, rows: Sequence[Tuple[str, str]],
         cells = [f"{scored[s]['f1']:.2f}" if s in group else "" for s in seeds]
         cells += [f"{statistics.fmean(e['precision'] for e in scored.values()):.2f}",
                   f"{statistics.fmean(e['recall'] for e in scored.values()):.2f}",
-                  f"{statistics.fmean(f1):.2f} ± {statistics.stdev(f1):.2f}" if len(f1) > 1
-                  else f"{f1[0]:.2f}"]
+                  mean_sd(f1)]
         for column in per_run:
             texts = [column.cell(runs, group[s]) for s in sorted(group)]
             cells.append("" if not any(texts) else texts[0] if len(set(texts)) == 1

@@ -40,9 +40,13 @@ def apply_holm(rows: Sequence[Comparison]) -> None:
             row.p_holm = adjusted
 
 
-def mean_sd(values: Sequence[float]) -> str:
-    return f"{np.mean(values):.2f} ± {np.std(values, ddof=1):.2f}" if len(values) > 1 else \
-        f"{values[0]:.2f}"
+def mean_sd(values: Sequence[float], digits: int = 2) -> str:
+    """``mean ± sd`` over seeds (sample standard deviation); one value as it is; none: —."""
+    if not len(values):
+        return "—"
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f}"
+    return f"{np.mean(values):.{digits}f} ± {np.std(values, ddof=1):.{digits}f}"
 
 
 def verdict_table(rows: Sequence[Comparison], metric: str = "BLEU") -> str:

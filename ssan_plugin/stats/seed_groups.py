@@ -27,6 +27,7 @@ from .significance import (
     almost_stochastic_order,
     holm,
     paired_bootstrap,
+    sd_ratio_interval,
     seed_level_test,
 )
 
@@ -95,12 +96,16 @@ class PooledGroup:
     """One group of seeds: its name, the indices of its systems and, for every group after the
     first, against the first group: ``test``, the sentence-level pooled bootstrap (seeds held
     fixed); ``seed_level``, the seed-level test (None when a group has fewer than two seeds);
-    ``p_holm``, the seed-level p after Holm's correction over every group of the table."""
+    ``p_holm``, the seed-level p after Holm's correction over every group of the table;
+    ``spread``, how much more its seeds spread than the first group's
+    (``significance.sd_ratio_interval``: ratio, low, high; None without two seeds a side or
+    when the first group's seeds all score the same)."""
     name: str
     members: List[int]
     test: Optional[PairedResult] = None
     seed_level: Optional[SeedLevelResult] = None
     p_holm: Optional[float] = None
+    spread: Optional[Tuple[float, float, float]] = None
 
 
 def pooled_groups(names: Sequence[str], stats: Sequence, score: ScoreFn, n_samples: int,
@@ -121,10 +126,12 @@ def pooled_groups(names: Sequence[str], stats: Sequence, score: ScoreFn, n_sampl
                     [stats[i] for i in base], [stats[i] for i in members], score,
                     [parse_member(names[i]).seed for i in base],
                     [parse_member(names[i]).seed for i in members], n_samples, seed)
+                base_scores = [score(stats[i].sum(0)) for i in base]
+                scores = [score(stats[i].sum(0)) for i in members]
                 if aso:
-                    group.seed_level.aso = almost_stochastic_order(
-                        [score(stats[i].sum(0)) for i in base],
-                        [score(stats[i].sum(0)) for i in members], seed)
+                    group.seed_level.aso = almost_stochastic_order(base_scores, scores, seed)
+                if np.std(base_scores) > 0:
+                    group.spread = sd_ratio_interval(scores, base_scores)
         groups.append(group)
     tested = [g for g in groups if g.seed_level is not None]
     for group, adjusted in zip(tested, holm([g.seed_level.p_value for g in tested])):
@@ -135,12 +142,14 @@ def pooled_groups(names: Sequence[str], stats: Sequence, score: ScoreFn, n_sampl
 def seed_level_entry(group: PooledGroup) -> dict:
     """A group's seed-level test as a JSON-ready dict (empty when it has none): ``delta``,
     ``ci``, ``p``, ``p_holm``, ``paired``, ``per_seed`` deltas, ``same_sign``, ``se`` and its
-    parts, ``df``."""
+    parts, ``df``; with a ``spread``, ``sd_ratio`` and its 95 % interval ``sd_ratio_ci``."""
     if group.seed_level is None:
         return {}
     entry = dict(group.seed_level.to_json(), p_holm=group.p_holm)
     if group.seed_level.aso is not None:
         entry["aso"] = group.seed_level.aso
+    if group.spread is not None:
+        entry["sd_ratio"], entry["sd_ratio_ci"] = group.spread[0], list(group.spread[1:])
     return entry
 
 
@@ -190,6 +199,13 @@ def group_table(groups: Sequence[dict], metric: str, mean_std_of, digits: int = 
         sentence_p = "identical" if g.get("identical") else f"{g['p_value']:.4f}"
         rows.append(head + " " + " | ".join(seed_level_cells(g.get("seed_level") or {}, digits))
                     + f" | {g.get('verdict', '')} | {sentence_p} |")
+    spread = [(g["name"], g["seed_level"]["sd_ratio"], g["seed_level"]["sd_ratio_ci"])
+              for g in groups[1:] if (g.get("seed_level") or {}).get("sd_ratio") is not None]
+    if spread:
+        rows += ["", "Seed spread against the baseline's (standard deviation over seeds as a "
+                     "multiple of the baseline's, 95 % interval taking each group's seed scores "
+                     "as normal): " + ", ".join(f"{n} {r:.2f} [{lo:.2f}, {hi:.2f}]"
+                                                 for n, r, (lo, hi) in spread)]
     aso = [(g["name"], g["seed_level"]["aso"]) for g in groups[1:]
            if (g.get("seed_level") or {}).get("aso") is not None]
     if aso:

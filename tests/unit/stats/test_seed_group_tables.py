@@ -79,3 +79,28 @@ def test_group_table():
     assert lines[4] == "| copy | 1 | 40.00 ± 0.00 | too few seeds | — | — |  |  | too few seeds | identical |"
     assert lines[-1].startswith("Almost Stochastic Order over seeds") and lines[-1].endswith("ssan 0.12")
     assert all(line.count("|") == lines[0].count("|") for line in lines[1:5])
+
+
+def test_each_group_states_its_seed_spread_against_the_baseline():
+    from ssan_plugin.stats.significance import sd_ratio_interval
+
+    rng = np.random.default_rng(11)
+    names = ["base@1", "base@2", "base@3", "a@1", "a@2", "a@3", "c@1"]
+    stats = [np.stack([(rng.random(80) < 0.5 + 0.1 * k).astype(float), np.ones(80)], 1)
+             for k in range(len(names))]
+    groups = pooled_groups(names, stats, accuracy, n_samples=100, seed=5)
+    score = [accuracy(s.sum(0)) for s in stats]
+    expected = sd_ratio_interval(score[3:6], score[0:3])
+    assert groups[1].spread == pytest.approx(expected)
+    assert groups[2].spread is None  # one seed: no spread
+    e = seed_level_entry(groups[1])
+    assert (e["sd_ratio"], *e["sd_ratio_ci"]) == pytest.approx(expected)
+    table = group_table([{"name": "base", "n_seeds": 3, "seed_level": {}},
+                         {"name": "a", "n_seeds": 3, "seed_level": e, "verdict": "x",
+                          "p_value": 0.5}], "acc", lambda g: (50.0, 1.0))
+    r, lo, hi = expected
+    assert f"a {r:.2f} [{lo:.2f}, {hi:.2f}]" in table.splitlines()[-1]
+    # a baseline whose seeds all score the same has no spread to compare with
+    same = [stats[0]] * 2 + stats[3:5]
+    flat = pooled_groups(["base@1", "base@2", "a@1", "a@2"], same, accuracy, n_samples=50, seed=5)
+    assert flat[1].spread is None and "sd_ratio" not in seed_level_entry(flat[1])

@@ -133,7 +133,7 @@ def selection_table(results: AnalysisResults) -> str:
     and punctuation words, and the key rate by word distance."""
     classes = WORD_CLASSES
     head = (["system", "layer"] + [f"keys: {c}" for c in classes] + [f"queries: {c}" for c in classes]
-            + [f"d = {b[0]}" for b in DISTANCE_BUCKETS])
+            + [f"distance {b[0]}" for b in DISTANCE_BUCKETS])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name in results.systems[1:]:
         for layer in results.selection[name]["layers"]:

@@ -22,11 +22,10 @@ def cfg_get(container, key):
 
 def checkpoint_identity(state: dict) -> dict:
     """{"task": name or None, "arch": name or None} recorded in a fairseq checkpoint state."""
-    get = cfg_get
     cfg, args = state.get("cfg"), state.get("args")
-    task = get(get(cfg, "task"), "_name") or get(args, "task")
-    model = get(cfg, "model")
-    arch = get(model, "arch") or get(model, "_name") or get(args, "arch")
+    task = cfg_get(cfg_get(cfg, "task"), "_name") or cfg_get(args, "task")
+    model = cfg_get(cfg, "model")
+    arch = cfg_get(model, "arch") or cfg_get(model, "_name") or cfg_get(args, "arch")
     return {"task": task, "arch": arch}
 
 

@@ -47,8 +47,8 @@ ARCHIVE_TEXT_SUFFIXES = (".json", ".jsonl", ".md", ".log", ".txt")
 def relativize_text(text: str, root: Path = ROOT) -> str:
     """``text`` with this machine's absolute paths made relative to the project root:
     ``ROOT/x`` -> ``x`` and ``ROOT/../x`` -> ``../x`` (the shared data beside the checkout).
-    Committed archives name no machine path. Only whole paths: a path that merely contains
-    the root's text (``/tmp/x/work/...`` when the root's parent is ``/work``) is kept."""
+    Committed archives name no machine path. Only whole paths: a path elsewhere that merely
+    contains the root's parent's text further in (``OTHER/PARENT/...``) is kept."""
     root = Path(root).resolve()
     start = r"(?<![\w.~/-])"  # not inside a longer path or word
     text = re.sub(start + re.escape(f"{root}/"), "", text)

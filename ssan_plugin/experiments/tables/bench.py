@@ -165,6 +165,12 @@ def _layer_value(rows, path, kind: str, length: int, key: str) -> float:
     return math.nan
 
 
+def _point_status(rows, kind: str, length: int) -> str:
+    """The status of one (kind, length) point (``ok``, a timeout, a skip), or ``not measured``."""
+    return next((r["status"] for r in rows if r["kind"] == kind and int(r["length"]) == length),
+                "not measured")
+
+
 def layers_table(path: Path, kinds: Sequence[str] = ()) -> str:
     """Markdown: per length T, each kind's time and peak memory as multiples of SAN's (the
     ``san`` rows of the same invocation); ``kinds``: which and in which order (default: all
@@ -182,8 +188,7 @@ def layers_table(path: Path, kinds: Sequence[str] = ()) -> str:
             time, mem = (_layer_value(rows, path, k, t, key) for key in ("time_s", "peak_mb"))
             base_time, base_mem = (_layer_value(rows, path, "san", t, key)
                                    for key in ("time_s", "peak_mb"))
-            status = next((r["status"] for r in rows if r["kind"] == k
-                           and int(r["length"]) == t), "not measured")
+            status = _point_status(rows, k, t)
             if math.isnan(time) or not base_time:
                 cells.append(f"{status} | ")
             else:
@@ -209,8 +214,7 @@ def layers_table_by_kind(path: Path, kinds: Sequence[str] = ()) -> str:
         for key in ("time_s", "peak_mb"):
             for t in lengths:
                 value, base = (_layer_value(rows, path, kind, t, key) for kind in (k, "san"))
-                status = next((r["status"] for r in rows if r["kind"] == k
-                               and int(r["length"]) == t), "not measured")
+                status = _point_status(rows, k, t)
                 cells.append(status if math.isnan(value) else "—" if math.isnan(base) or not base
                              else f"{value / base:.2f}")  # —: no SAN value to divide by
         out.append(f"| {k} | " + " | ".join(cells) + " |")
@@ -230,8 +234,7 @@ def layers_absolute_table(path: Path, kinds: Sequence[str] = ()) -> str:
             cells = []
             for k in kinds:
                 v = _layer_value(rows, path, k, t, key)
-                status = next((r["status"] for r in rows if r["kind"] == k
-                               and int(r["length"]) == t), "not measured")
+                status = _point_status(rows, k, t)
                 cells.append(status if math.isnan(v) else f"{scale * v:.0f}")
             out.append(f"| {label}, T = {t} | " + " | ".join(cells) + " |")
     return "\n".join(out)

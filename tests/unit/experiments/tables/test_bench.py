@@ -98,13 +98,19 @@ def test_steps_table_share_of_the_arithmetic_ceiling(tmp_path):
         f"{0.8 / 0.96:.3f}"
 
 
-def test_layers_table_against_san_of_each_length(tmp_path):
+def layers_csv(tmp_path):
+    """SAN and topk at T = 64 and 128, topk's T = 128 point timed out."""
     path = tmp_path / "bench_encoder_layers.csv"
     path.write_text("kind,length,batch,width,time_s,peak_mb,reps,selection_rate,status\n"
                     "san,64,8,512,0.010,100,3,,ok\n"
                     "topk,64,8,512,0.015,130,3,0.1,ok\n"
                     "san,128,8,512,0.040,200,3,,ok\n"
                     "topk,128,8,512,,,3,,timeout\n")
+    return path
+
+
+def test_layers_table_against_san_of_each_length(tmp_path):
+    path = layers_csv(tmp_path)
     table = layers_table(path)
     assert cells(table, "64")[1:] == ["1.50", "1.30"]
     assert cells(table, "128")[1] == "timeout"
@@ -124,12 +130,7 @@ def test_damaged_process_archive_names_the_file(tmp_path, text, message):
 
 
 def test_layers_table_by_kind_is_the_same_ratios_turned_round(tmp_path):
-    path = tmp_path / "bench_encoder_layers.csv"
-    path.write_text("kind,length,batch,width,time_s,peak_mb,reps,selection_rate,status\n"
-                    "san,64,8,512,0.010,100,3,,ok\n"
-                    "topk,64,8,512,0.015,130,3,0.1,ok\n"
-                    "san,128,8,512,0.040,200,3,,ok\n"
-                    "topk,128,8,512,,,3,,timeout\n")
+    path = layers_csv(tmp_path)
     table = layers_table_by_kind(path)
     assert table.splitlines()[0] == ("| kind | time / SAN, T = 64 | time / SAN, T = 128 | "
                                      "memory / SAN, T = 64 | memory / SAN, T = 128 |")

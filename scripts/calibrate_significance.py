@@ -15,6 +15,15 @@ come from one system; reports the seed-level test's rejection rate and, on the s
 pooled sentence-level bootstrap's.
 
     scripts/calibrate_significance.py --seed-level --ref test.tgt --hyp ssan@1.tgt ... --hyp ssan@5.tgt
+
+--simulate: no files; synthetic nulls where seeds and test sentences are both random
+(ssan_plugin.stats.calibration.hierarchical_null), for each scenario of
+calibration.SCENARIOS and each --seeds count: the seed-level test, the pooled sentence-level
+bootstrap and a t-test over the per-seed deltas alone, on the same nulls.
+
+    scripts/calibrate_significance.py --simulate --nulls 400 --samples 200 --json out.json
+
+The JSON names its input files relative to the project root, as the committed archives do.
 """
 
 import argparse
@@ -24,18 +33,24 @@ import sys
 from tqdm import tqdm
 
 from ssan_plugin.cli.arguments import ArgumentParser, float_arg, positive_int, script_main
-from ssan_plugin.stats.significance import null_rejection_rate, sacrebleu_score_fn, sacrebleu_stats
+from ssan_plugin.stats.calibration import (SCENARIOS, null_rejection_rate, seed_level_null_rates,
+                                           simulated_null_rates)
+from ssan_plugin.stats.significance import sacrebleu_score_fn, sacrebleu_stats
 from ssan_plugin.translation.textio import PipelineError, read_lines
 
 
 def parse_args(argv=None):
     ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--ref", required=True, metavar="FILE")
-    ap.add_argument("--hyp", required=True, action="append", metavar="FILE",
+    ap.add_argument("--ref", metavar="FILE")
+    ap.add_argument("--hyp", action="append", default=[], metavar="FILE",
                     help="two hypothesis files of the --ref test set (with --seed-level: four "
                          "or more, the seeds of one system)")
     ap.add_argument("--seed-level", action="store_true",
                     help="calibrate the seed-level test from one system's seeds")
+    ap.add_argument("--simulate", action="store_true",
+                    help="synthetic nulls instead of files (every scenario, every --seeds)")
+    ap.add_argument("--seeds", type=positive_int, nargs="+", default=[3, 6],
+                    help="--simulate: seeds per group (default 3 6)")
     ap.add_argument("--group-size", type=positive_int, default=None,
                     help="--seed-level: seeds per group (default: half the files)")
     ap.add_argument("--tokenize", default="13a", help="sacrebleu tokeniser (default 13a)")
@@ -45,6 +60,14 @@ def parse_args(argv=None):
     ap.add_argument("--alpha", type=float_arg(0.0, 1.0, lo_open=True, hi_open=True), default=0.05)
     ap.add_argument("--json", dest="json_out", metavar="OUT")
     args = ap.parse_args(argv)
+    if args.simulate:
+        if args.ref or args.hyp or args.seed_level:
+            ap.error("--simulate takes no --ref, --hyp or --seed-level")
+        if min(args.seeds) < 2:
+            ap.error(f"--seeds: each group needs at least 2 seeds, got {args.seeds}")
+        return args
+    if not args.ref or not args.hyp:
+        ap.error("give --ref and --hyp files (or --simulate)")
     if args.seed_level:
         if len(args.hyp) < 4:
             ap.error(f"--seed-level: give four or more --hyp files (seeds of one system), got "
@@ -63,6 +86,8 @@ def main(argv=None):
     from sacrebleu.metrics import BLEU
 
     args = parse_args(argv)
+    if args.simulate:
+        return simulate(args)
     refs = read_lines(args.ref)
     hyps = [read_lines(h) for h in args.hyp]
     for path, lines in zip(args.hyp, hyps):
@@ -71,11 +96,10 @@ def main(argv=None):
     bleu = BLEU(tokenize=args.tokenize)
     stats = [sacrebleu_stats(bleu, h, refs) for h in hyps]
     score = sacrebleu_score_fn(bleu)
-    result = {"n_sentences": len(refs), "nulls": args.nulls, "samples": args.samples,
+    result = {"ref": archive_path(args.ref), "hyp": [archive_path(h) for h in args.hyp],
+              "n_sentences": len(refs), "nulls": args.nulls, "samples": args.samples,
               "alpha": args.alpha, "bleu": [score(s.sum(0)) for s in stats], "rejection_rate": {}}
     if args.seed_level:
-        from ssan_plugin.stats.significance import seed_level_null_rates
-
         result["seed_level"] = True
         result["group_size"] = args.group_size or len(stats) // 2
         result["rejection_rate"] = seed_level_null_rates(
@@ -94,6 +118,31 @@ def main(argv=None):
               f"({len(refs)} sentences, {args.samples} samples each)")
     _write(args, result)
     return 0
+
+
+def simulate(args) -> int:
+    """--simulate: every (scenario, seeds per group) cell on its own deterministic nulls."""
+    cells = [(scenario, n) for scenario in SCENARIOS for n in args.seeds]
+    result = {"simulated": True, "nulls": args.nulls, "samples": args.samples,
+              "alpha": args.alpha, "n_sentences": 150, "cells": []}
+    for scenario, n in tqdm(cells, desc="calibration", unit=" cells"):
+        rates = simulated_null_rates(n, scenario, args.nulls, args.samples,
+                                     result["n_sentences"], args.alpha, seed=n)
+        result["cells"].append({"scenario": scenario, "spreads": SCENARIOS[scenario],
+                                "n_seeds": n, "rejection_rate": rates})
+        print(f"{scenario}, {n} seeds a side: " + ", ".join(
+            f"{test} {rate:.1%}" for test, rate in rates.items()) + f" of {args.nulls} nulls")
+    _write(args, result)
+    return 0
+
+
+def archive_path(path) -> str:
+    """``path`` as the committed archives name it: relative to the project root."""
+    from pathlib import Path
+
+    from ssan_plugin.experiments.archive import relativize_text
+
+    return relativize_text(str(Path(path).resolve()))
 
 
 def _write(args, result):

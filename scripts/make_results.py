@@ -211,16 +211,27 @@ def pairs_blocks():
 
 def readme_blocks():
     """The demo's table as a fresh `make demo` printed it (examples/stability/demo_run.json,
-    written by `scripts/demo.py --record`; a test pins its recipe to the demo's)."""
+    written by `scripts/demo.py --record`; a test pins its recipe to the demo's); the
+    calibration of the significance tests (examples/significance/: simulated.json and
+    sentences.*.json, from scripts/calibrate_significance.py --json)."""
     import json
 
+    from ssan_plugin.experiments.tables.calibration import sentence_level_table, simulated_table
+
+    blocks = {}
     path = ROOT / "examples" / "stability" / "demo_run.json"
-    if not path.is_file():
-        return {}
-    record = json.loads(path.read_text())
-    printed = "\n".join(record["printed"]).strip("\n")
-    return {"demo-run": f"```\n{printed}\n```\n\nMeasured on an idle 2-core machine, "
-                        f"{record['minutes']:.1f} minutes after installation."}
+    if path.is_file():
+        record = json.loads(path.read_text())
+        printed = "\n".join(record["printed"]).strip("\n")
+        blocks["demo-run"] = (f"```\n{printed}\n```\n\nMeasured on an idle 2-core machine, "
+                              f"{record['minutes']:.1f} minutes after installation.")
+    calibration = ROOT / "examples" / "significance"
+    if (calibration / "simulated.json").is_file():
+        blocks["significance-simulated"] = simulated_table(calibration / "simulated.json")
+    sentences = sorted(calibration.glob("sentences.*.json"))
+    if sentences:
+        blocks["significance-sentences"] = sentence_level_table(sentences)
+    return blocks
 
 
 def selectors_blocks():

@@ -17,8 +17,8 @@ observed difference (system - baseline) and ``d*`` its value on a resample or a 
 
 Identical outputs therefore get p = 1 (every resampled difference ties the observed 0), unlike
 sacrebleu's MultEval convention (``>`` only), which gives identical systems p = 1/(n+1).
-``scripts/calibrate_significance.py`` measures how often each test rejects at 0.05 when there
-is no true difference.
+``calibration`` (and ``scripts/calibrate_significance.py``) measures how often each test
+rejects at 0.05 when there is no true difference.
 
 Seeds pooled (``paired_bootstrap`` with several statistics arrays per side): each resample
 draws one multiset of sentence ids, scores every seed's system on it, and compares the
@@ -37,8 +37,9 @@ The seed-mean difference Δ varies with two kinds of chance, and its variance ha
   ``C_sys,sys + C_base,base - 2 C_sys,base``). Each seed's own sentence-level noise is
   already in the seed part; counting it again, as the variance of a two-level bootstrap
   (seeds and sentences both resampled) does, made the same t-test conservative: 0.4-2.8 %
-  rejections of a true null at 3 seeds on the simulated nulls of ``tests/unit/stats/test_seed_level.py`` (measured while
-  choosing the design; the tests check the chosen one).
+  rejections of a true null at 3 seeds on the simulated nulls of
+  ``calibration.hierarchical_null`` (measured while choosing the design; the tests and the
+  archived calibration check the chosen one).
 
 ``t = Δ / se`` against Student's t on the seeds' degrees of freedom (``n - 1`` paired; Welch-
 Satterthwaite over the two seed parts unpaired); the 95 % interval is ``Δ ± t_0.975 · se`` and p
@@ -208,27 +209,6 @@ def sacrebleu_score_fn(metric) -> ScoreFn:
 def sacrebleu_stats(metric, hypotheses: Sequence[str], references: Sequence[str]) -> np.ndarray:
     """sacrebleu's per-sentence sufficient statistics of ``hypotheses`` (one reference each)."""
     return as_stats(metric._extract_corpus_statistics(list(hypotheses), [list(references)]))
-
-
-def null_rejection_rate(stats_a, stats_b, score: ScoreFn, test: str = "bootstrap",
-                        n_nulls: int = 200, n_samples: int = 1000, alpha: float = 0.05,
-                        seed: int = DEFAULT_SEED) -> float:
-    """Calibration under no true difference: the share of ``n_nulls`` pairs of systems with
-    p < ``alpha``, each pair built by swapping the two real outputs of every sentence with
-    probability 1/2 (both systems then come from the same distribution). A calibrated test
-    gives about ``alpha``."""
-    if test not in ("bootstrap", "randomization"):
-        raise ValueError(f"test must be 'bootstrap' or 'randomization', got {test!r}")
-    a, b = as_stats(stats_a), as_stats(stats_b)
-    _check_same_sentences([a, b])
-    rng = np.random.default_rng(seed)
-    rejected = 0
-    for k in range(n_nulls):
-        swap = (rng.random(a.shape[0]) < 0.5)[:, None]
-        x, y = np.where(swap, b, a), np.where(swap, a, b)
-        run = paired_bootstrap if test == "bootstrap" else paired_randomization
-        rejected += run(x, y, score, n_samples, seed + 1 + k).p_value < alpha
-    return rejected / n_nulls
 
 
 # --------------------------------------------------------------------------- seed level
@@ -410,33 +390,3 @@ def holm(p_values: Sequence[float]) -> List[float]:
         running = max(running, min(1.0, (m - rank) * p[i]))
         adjusted[i] = running
     return [float(x) for x in adjusted]
-
-
-def seed_level_null_rates(seeds_stats: Sequence, score: ScoreFn, group_size: Optional[int] = None,
-                          n_nulls: int = 200, n_samples: int = 200, alpha: float = 0.05,
-                          seed: int = DEFAULT_SEED) -> dict:
-    """Calibration at seed level from one system's real seeds (k statistics arrays, k >= 4):
-    each null draws a test set (the sentences resampled with replacement) and two disjoint
-    groups of ``group_size`` seeds (default k // 2), paired in the order drawn, so that both
-    groups come from the same system. Returns the share of nulls with p < ``alpha`` for the
-    seed-level test and for the pooled sentence-level bootstrap."""
-    runs = [as_stats(s) for s in seeds_stats]
-    _check_same_sentences(runs)
-    k = len(runs)
-    n = group_size or k // 2
-    if n < 2 or 2 * n > k:
-        raise ValueError(f"{k} seeds cannot make two disjoint groups of {n} >= 2 seeds "
-                         f"(give at least 4 seeds)")
-    rng = np.random.default_rng(seed)
-    names = [str(i) for i in range(1, n + 1)]
-    rejected = {"seed_level": 0, "pooled_sentences": 0}
-    for trial in range(n_nulls):
-        rows = rng.integers(0, runs[0].shape[0], runs[0].shape[0])
-        order = rng.permutation(k)
-        a = [runs[i][rows] for i in order[:n]]
-        b = [runs[i][rows] for i in order[n:2 * n]]
-        rejected["seed_level"] += seed_level_test(a, b, score, names, names, n_samples,
-                                                  seed + trial).p_value < alpha
-        rejected["pooled_sentences"] += paired_bootstrap(a, b, score, n_samples,
-                                                         seed + trial).p_value < alpha
-    return {name: count / n_nulls for name, count in rejected.items()}

@@ -2,63 +2,29 @@
 
 Checked against direct formulas (the standard error of a mean-type metric in closed form, Holm
 by hand), for calibration under a hierarchical null where seeds AND test sentences are random
-(the seed-level test rejects about 5 %; the sentence-level pooled bootstrap and a plain
-percentile bootstrap over seeds do not), and for its edge cases (identical outputs p = 1, one
+(ssan_plugin.stats.calibration: the seed-level test rejects about 5 %; the sentence-level
+pooled bootstrap and a t-test over the per-seed deltas alone do not), and for its edge cases (identical outputs p = 1, one
 seed refused, unpaired groups)."""
 
 import numpy as np
 import pytest
 
+from ssan_plugin.stats.calibration import (
+    hierarchical_null,
+    mean_score,
+    seed_level_null_rates,
+    simulated_null_rates,
+    stats_of,
+)
 from ssan_plugin.stats.significance import (
     almost_stochastic_order,
     holm,
-    paired_bootstrap,
     seed_level_test,
 )
 
 
-def mean_score(sums):  # statistics (value, 1) per sentence: the corpus score is 100 x the mean
-    return float(100 * sums[0] / sums[1])
-
-
-def stats_of(values):
-    return np.stack([np.asarray(values, float), np.ones(len(values))], axis=1)
-
-
 def seeds(n):
     return [str(s) for s in range(1, n + 1)]
-
-
-def hierarchical_null(rng, n_seeds, n_sentences=150, seed_sd=0.06, shared_sd=0.03,
-                      interaction_sd=0.15):
-    """One null comparison, everything random: a fresh test set (per-sentence difficulty, and
-    per sentence how much easier it is for the system than for the baseline, mean 0 over
-    sentences: the systems differ per sentence but not on average) and, per seed, a training
-    effect shared by both systems of that seed (same data order) plus each system's own;
-    0/1 outcomes per sentence. No true difference in expectation."""
-    difficulty = rng.beta(2, 2, n_sentences)
-    interaction = rng.normal(0, interaction_sd, n_sentences)
-    base, sys_ = [], []
-    for _ in range(n_seeds):
-        shared = rng.normal(0, shared_sd)
-        for group, sign in ((base, -0.5), (sys_, 0.5)):
-            p = np.clip(difficulty + sign * interaction + shared + rng.normal(0, seed_sd), 0, 1)
-            group.append(stats_of(rng.random(n_sentences) < p))
-    return base, sys_
-
-
-def percentile_two_level_p(base, sys_, n_samples, rng):
-    """A plain two-level bootstrap read off its percentiles (what the seed-level test does
-    not do): seeds drawn with replacement, paired, one sentence multiset per resample."""
-    n, m = len(base), base[0].shape[0]
-    deltas = []
-    for _ in range(n_samples):
-        ids = rng.integers(0, m, m)
-        draw = rng.integers(0, n, n)
-        deltas.append(np.mean([mean_score(sys_[k][ids].sum(0)) - mean_score(base[k][ids].sum(0))
-                               for k in draw]))
-    deltas = np.array(deltas)
-    return min(1.0, 2 * min(np.mean(deltas <= 0), np.mean(deltas >= 0)))
 
 
 def test_standard_error_matches_the_closed_form():
@@ -135,38 +101,42 @@ def test_bad_input():
 def test_calibration_at_seed_level(n_seeds):
     """No true difference, seeds and test sentences random, the sentence part a fifth of the
     seed part (as in the project's runs): the seed-level test rejects at 0.05 about 5 % of the
-    time. On the same nulls the sentence-level pooled bootstrap (seeds held fixed) rejects far
-    more often."""
-    rng = np.random.default_rng(100 + n_seeds)
-    nulls = 400
-    rejected = {"seed_level": 0, "pooled": 0}
-    for k in range(nulls):
-        base, sys_ = hierarchical_null(rng, n_seeds)
-        result = seed_level_test(base, sys_, mean_score, seeds(n_seeds), seeds(n_seeds), 200, k)
-        assert result.df == n_seeds - 1
-        rejected["seed_level"] += result.p_value < 0.05
-        rejected["pooled"] += paired_bootstrap(base, sys_, mean_score, 200, seed=k).p_value < 0.05
-    assert 0.02 <= rejected["seed_level"] / nulls <= 0.08, rejected
-    assert rejected["pooled"] / nulls > 0.15, rejected
+    time (400 nulls: binomial standard error 1.1 points). On the same nulls the sentence-level
+    pooled bootstrap (seeds held fixed) rejects far more often."""
+    rates = simulated_null_rates(n_seeds, "seeds dominate", n_nulls=400, n_samples=200,
+                                 seed=100 + n_seeds)
+    assert 0.02 <= rates["seed_level"] <= 0.08, rates
+    assert rates["pooled_sentences"] > 0.15, rates
 
 
 def test_calibration_when_the_test_set_matters():
     """Systems that differ strongly sentence by sentence (equal on average): a t-test over the
     per-seed deltas alone (test set held fixed) over-rejects; the seed-level test, whose
     sentence part covers the test set's draw, does not."""
-    from scipy.stats import ttest_1samp
+    rates = simulated_null_rates(6, "sentences dominate", n_nulls=400, n_samples=200, seed=7)
+    assert rates["seed_level"] <= 0.07, rates
+    assert rates["seeds_only"] > 0.12, rates
 
-    rng = np.random.default_rng(7)
-    nulls = 400
-    rejected = {"seed_level": 0, "seeds_only": 0}
-    for k in range(nulls):
-        base, sys_ = hierarchical_null(rng, 6, seed_sd=0.02, shared_sd=0.01, interaction_sd=0.5)
-        rejected["seed_level"] += seed_level_test(base, sys_, mean_score, seeds(6), seeds(6), 200,
-                                                  seed=k).p_value < 0.05
-        per_seed = [mean_score(s.sum(0)) - mean_score(b.sum(0)) for b, s in zip(base, sys_)]
-        rejected["seeds_only"] += ttest_1samp(per_seed, 0).pvalue < 0.05
-    assert rejected["seed_level"] / nulls <= 0.07, rejected
-    assert rejected["seeds_only"] / nulls > 0.12, rejected
+
+def test_simulated_nulls_follow_their_scenario():
+    """hierarchical_null against its definition: 0/1 outcomes, paired seeds of one test set;
+    with every spread at zero but the interaction, each system's per-sentence success
+    probability is difficulty -/+ half the interaction, so the two systems' mean scores over
+    many seeds agree (no true difference) while single sentences differ."""
+    rng = np.random.default_rng(11)
+    base, sys_ = hierarchical_null(rng, 4, n_sentences=50)
+    assert len(base) == len(sys_) == 4
+    assert all(b.shape == (50, 2) and set(np.unique(b[:, 0])) <= {0.0, 1.0} for b in base)
+    rng = np.random.default_rng(12)
+    base, sys_ = hierarchical_null(rng, 400, n_sentences=200, seed_sd=0, shared_sd=0,
+                                   interaction_sd=0.3)
+    per_sentence = np.mean([s[:, 0] - b[:, 0] for b, s in zip(base, sys_)], axis=0)
+    assert abs(per_sentence.mean()) < 0.02  # equal on average
+    assert per_sentence.std() > 0.15  # but not sentence by sentence
+    with pytest.raises(ValueError, match="scenario must be one of"):
+        simulated_null_rates(3, "no such scenario", n_nulls=1)
+    with pytest.raises(ValueError, match="n_seeds must be >= 2"):
+        simulated_null_rates(1, n_nulls=1)
 
 
 def test_holm_against_the_definition():
@@ -200,8 +170,6 @@ def test_the_same_sentence_multisets_for_every_seed():
 def test_seed_level_null_rates_from_one_systems_seeds():
     """Two disjoint groups of one system's seeds on resampled test sets: the seed-level test
     rejects rarely; fewer than four seeds cannot make two groups."""
-    from ssan_plugin.stats.significance import seed_level_null_rates
-
     rng = np.random.default_rng(9)
     one_system, _ = hierarchical_null(rng, 6)
     rates = seed_level_null_rates(one_system, mean_score, group_size=3, n_nulls=100,

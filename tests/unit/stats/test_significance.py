@@ -11,8 +11,8 @@ import pytest
 from sacrebleu.metrics import BLEU
 
 from conftest import ROOT, cli_env
+from ssan_plugin.stats.calibration import null_rejection_rate
 from ssan_plugin.stats.significance import (
-    null_rejection_rate,
     paired_bootstrap,
     paired_randomization,
     sacrebleu_score_fn,
@@ -168,3 +168,30 @@ def test_calibration_script(tmp_path):
     few = subprocess.run(script + hyps[:6] + ["--seed-level"], capture_output=True, text=True,
                          env=cli_env())
     assert few.returncode == 2 and "four or more" in few.stderr
+    # the archive names its inputs, in order (relative to the project root when inside it:
+    # experiments.archive.relativize_text, tested there)
+    assert [h.rsplit("/", 1)[-1] for h in result["hyp"]] == list("abcd")
+    assert result["ref"].endswith("/ref")
+
+
+def test_calibration_script_simulated_nulls(tmp_path):
+    script = [sys.executable, str(ROOT / "scripts" / "calibrate_significance.py")]
+    ok = subprocess.run(script + ["--simulate", "--seeds", "2", "3", "--nulls", "4",
+                                  "--samples", "20", "--json", str(tmp_path / "sim.json")],
+                        capture_output=True, text=True, env=cli_env())
+    assert ok.returncode == 0, ok.stderr
+    result = json.loads((tmp_path / "sim.json").read_text())
+    assert result["simulated"] is True and result["nulls"] == 4
+    # every scenario crossed with every seed count, each with the three tests' rates
+    assert [(c["scenario"], c["n_seeds"]) for c in result["cells"]] == [
+        ("seeds dominate", 2), ("seeds dominate", 3), ("sentences dominate", 2),
+        ("sentences dominate", 3)]
+    for cell in result["cells"]:
+        assert set(cell["rejection_rate"]) == {"seed_level", "pooled_sentences", "seeds_only"}
+        assert all(r in (0, 0.25, 0.5, 0.75, 1) for r in cell["rejection_rate"].values())
+    for bad, message in ((["--simulate", "--ref", "x"], "takes no --ref"),
+                         (["--simulate", "--seeds", "1"], "at least 2 seeds"),
+                         ([], "give --ref and --hyp")):
+        run = subprocess.run(script + bad, capture_output=True, text=True, env=cli_env())
+        assert run.returncode == 2 and message in run.stderr, run.stderr
+        assert "Traceback" not in run.stderr

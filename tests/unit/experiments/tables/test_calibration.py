@@ -1,0 +1,64 @@
+"""ssan_plugin.experiments.tables.calibration: the README's calibration tables from the JSON of
+scripts/calibrate_significance.py, row by row, and damaged archives refused by name."""
+
+import json
+
+import pytest
+
+from ssan_plugin.experiments.tables.blocks import ResultsError
+from ssan_plugin.experiments.tables.calibration import sentence_level_table, simulated_table
+
+
+def simulated_record():
+    return {"simulated": True, "nulls": 400, "samples": 200, "alpha": 0.05, "n_sentences": 150,
+            "cells": [{"scenario": "seeds dominate", "n_seeds": 3, "spreads": {},
+                       "rejection_rate": {"seed_level": 0.0425, "pooled_sentences": 0.33,
+                                          "seeds_only": 0.06}},
+                      {"scenario": "sentences dominate", "n_seeds": 6, "spreads": {},
+                       "rejection_rate": {"seed_level": 0.0125, "pooled_sentences": 0.1,
+                                          "seeds_only": 0.26}}]}
+
+
+def test_simulated_table_one_row_per_cell(tmp_path):
+    path = tmp_path / "simulated.json"
+    path.write_text(json.dumps(simulated_record()))
+    lines = simulated_table(path).splitlines()
+    assert lines[0].startswith("| scenario | seeds a side | nulls | test sentences | "
+                               "seed-level test: p < 0.05 |")
+    assert lines[2:] == ["| seeds dominate | 3 | 400 | 150 | 4.2% | 33.0% | 6.0% |",
+                         "| sentences dominate | 6 | 400 | 150 | 1.2% | 10.0% | 26.0% |"]
+
+
+def test_simulated_table_refuses_a_damaged_archive(tmp_path):
+    path = tmp_path / "simulated.json"
+    record = simulated_record()
+    del record["cells"][1]["rejection_rate"]["seeds_only"]
+    path.write_text(json.dumps(record))
+    with pytest.raises(ResultsError, match="cells.1.rejection_rate.seeds_only' is missing"):
+        simulated_table(path)
+    record = simulated_record()
+    record["simulated"] = False  # a file-based calibration is not a simulated one
+    path.write_text(json.dumps(record))
+    with pytest.raises(ResultsError, match="not a --simulate archive"):
+        simulated_table(path)
+    record["simulated"], record["cells"] = True, []
+    path.write_text(json.dumps(record))
+    with pytest.raises(ResultsError, match="'cells' must list"):
+        simulated_table(path)
+
+
+def test_sentence_level_table_rows_and_bad_records(tmp_path):
+    path = tmp_path / "sentences.en-de.json"
+    record = {"ref": "../shared/data/mt/en-de/test.de", "hyp": ["a/base.de", "b/ssan.de"],
+              "n_sentences": 1000, "nulls": 200, "samples": 1000, "alpha": 0.05,
+              "bleu": [32.0, 31.5], "rejection_rate": {"bootstrap": 0.05, "randomization": 0.045}}
+    path.write_text(json.dumps(record))
+    assert sentence_level_table([path]).splitlines()[2] == (
+        "| `../shared/data/mt/en-de/test.de` | `a/base.de`, `b/ssan.de` | 1000 | 200 | 1000 | "
+        "5.0% | 4.5% |")
+    path.write_text(json.dumps(dict(record, alpha=0.01)))
+    with pytest.raises(ResultsError, match="alpha must be 0.05"):
+        sentence_level_table([path])
+    path.write_text(json.dumps(dict(record, hyp=["only-one.de"])))
+    with pytest.raises(ResultsError, match="'hyp' must name the two outputs"):
+        sentence_level_table([path])

@@ -7,7 +7,7 @@ import logging
 import math
 import os
 import sys
-from typing import Callable, Optional, Union
+from typing import Callable, Optional, Tuple, Union
 
 from .errors import InputError, one_line
 from .files import check_input_dir, check_input_file
@@ -139,6 +139,23 @@ def _argparse_check(check):
 
 input_file_arg = _argparse_check(check_input_file)
 input_dir_arg = _argparse_check(check_input_dir)
+
+
+def named_path(what: str = "FILE", default_name: Optional[Callable[[str], str]] = None):
+    """An argparse type: ``NAME=PATH`` -> ``(name, path)``, split at the first ``=``; with
+    ``default_name``, a bare ``PATH`` is named ``default_name(PATH)``. Anything else (an empty
+    name or path, no ``=`` without a default) is "expected NAME=WHAT, got ..."."""
+    form = f"NAME={what} or {what}" if default_name else f"NAME={what}"
+
+    def parse(text: str) -> Tuple[str, str]:
+        name, sep, path = text.partition("=")
+        if not sep and default_name is not None:
+            name, path = default_name(text), text
+        if not sep and default_name is None or not name or not path:
+            raise argparse.ArgumentTypeError(f"expected {form}, got {text!r}")
+        return name, path
+
+    return parse
 
 
 # ---------------------------------------------------------------- outputs, decoding limits

@@ -33,12 +33,13 @@ from pathlib import Path
 
 from ssan_plugin import register
 from ssan_plugin.translation.decode import PACKAGE_DIR, GenerateOptions
-from ssan_plugin.translation.evaluate import EvalConfig, evaluate, markdown_table, parse_system
+from ssan_plugin.translation.evaluate import EvalConfig, SystemSpec, evaluate, markdown_table
 from ssan_plugin.cli.arguments import (
     ArgumentParser,
     add_overwrite,
     check_decoding_limits,
     finite_float,
+    named_path,
     nonnegative_float,
     nonnegative_int,
     positive_int,
@@ -59,7 +60,8 @@ class _AppendSystem(argparse.Action):
 
     def __call__(self, parser, namespace, value, option_string=None):
         kind = "checkpoint" if option_string == "--system" else "hyp"
-        getattr(namespace, self.dest).append((kind, value))
+        name, path = value  # named_path: NAME=PATH
+        getattr(namespace, self.dest).append(SystemSpec(name=name, kind=kind, path=path))
 
 
 def parse_args(argv=None):
@@ -70,9 +72,11 @@ def parse_args(argv=None):
     ap.add_argument("--tgt-lang", metavar="LANG",
                     help="without --data: the target language (default: the suffix of --ref)")
     ap.add_argument("--system", dest="systems", action=_AppendSystem, default=[],
-                    metavar="NAME=CHECKPOINT", help="a checkpoint to decode (repeatable)")
+                    type=named_path("CHECKPOINT"), metavar="NAME=CHECKPOINT",
+                    help="a checkpoint to decode (repeatable)")
     ap.add_argument("--hyp", dest="systems", action=_AppendSystem, default=[],
-                    metavar="NAME=FILE", help="detokenised hypotheses, one per line (repeatable)")
+                    type=named_path("FILE"), metavar="NAME=FILE",
+                    help="detokenised hypotheses, one per line (repeatable)")
     ap.add_argument("--subset", default="test", help="split to decode (default test)")
     ap.add_argument("--ref", required=True, metavar="FILE", help="raw reference of the subset")
     ap.add_argument("--source", metavar="FILE",
@@ -121,7 +125,7 @@ def parse_args(argv=None):
     check_decoding_limits(ap, args.max_len_a, args.max_len_b)
     if not args.systems:
         ap.error("give at least one --system NAME=CHECKPOINT or --hyp NAME=FILE")
-    if args.data is None and any(kind == "checkpoint" for kind, _ in args.systems):
+    if args.data is None and any(spec.kind == "checkpoint" for spec in args.systems):
         ap.error("--system NAME=CHECKPOINT needs --data (the data-bin it was trained on); "
                  "without --data only --hyp NAME=FILE can be scored")
     if args.data is not None and args.tgt_lang is not None:
@@ -167,7 +171,7 @@ def main(argv=None):
     args = parse_args(argv)
     cfg = EvalConfig(
         data=args.data,
-        systems=[parse_system(value, kind) for kind, value in args.systems],
+        systems=args.systems,
         ref=args.ref, subset=args.subset, json_out=args.json_out, hyp_dir=args.hyp_dir,
         generate=GenerateOptions(beam=args.beam, lenpen=args.lenpen,
                                  max_len_a=args.max_len_a, max_len_b=args.max_len_b,

@@ -25,7 +25,8 @@ import sys
 from pathlib import Path
 
 from ssan_plugin import register
-from ssan_plugin.cli.arguments import ArgumentParser, add_overwrite, int_arg, script_main
+from ssan_plugin.cli.arguments import (ArgumentParser, add_overwrite, int_arg, named_path,
+                                       script_main)
 from ssan_plugin.cli.files import Input, guard_outputs, output_file
 from ssan_plugin.commands import program_name
 
@@ -35,13 +36,9 @@ def prog() -> str:
     return program_name(__file__)
 
 
-def system_spec(text):
-    name, sep, path = text.partition("=")
-    if not sep:
-        name, path = Path(text).parent.name or Path(text).stem, text
-    if not name or not path:
-        raise argparse.ArgumentTypeError(f"expected NAME=CKPT or CKPT, got {text!r}")
-    return name, path
+def _run_name(path: str) -> str:
+    """A bare CKPT's name: its directory (checkpoints/ssan/checkpoint_best.pt -> ssan)."""
+    return Path(path).parent.name or Path(path).stem
 
 
 @script_main(prog=prog)
@@ -50,9 +47,10 @@ def main(argv=None):
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", required=True, metavar="DIR")
     systems = parser.add_mutually_exclusive_group(required=True)
-    systems.add_argument("--checkpoint", action="append", type=system_spec,
+    systems.add_argument("--checkpoint", action="append",
+                         type=named_path("CKPT", default_name=_run_name),
                          metavar="[NAME=]CKPT", help="repeat to compare; the first is the baseline")
-    systems.add_argument("--pred", action="append", type=system_spec, metavar="NAME=TSV",
+    systems.add_argument("--pred", action="append", type=named_path("TSV"), metavar="NAME=TSV",
                          help="a predictions file instead of a checkpoint; repeat to compare")
     parser.add_argument("--subset", default="test")
     parser.add_argument("--json", required=True, metavar="OUT")

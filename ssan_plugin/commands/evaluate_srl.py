@@ -39,6 +39,7 @@ from ssan_plugin.cli.arguments import (
     ArgumentParser,
     add_overwrite,
     int_arg,
+    named_path,
     positive_int,
     script_main,
 )
@@ -129,17 +130,17 @@ def _decode(parser, args):
 
 def _compare(parser, args):
     from ssan_plugin.stats.significance import DEFAULT_BOOTSTRAP_SAMPLES, DEFAULT_SEED
-    from ssan_plugin.srl.compare import compare_props, markdown, parse_system
+    from ssan_plugin.srl.compare import compare_props, markdown
 
     wrong = [_option(d) for d in CHECKPOINT_ONLY if getattr(args, d) is not None]
     if wrong:
         parser.error(f"argument {wrong[0]}: only with --checkpoint (comparing props files "
                      "needs no data or model)")
-    systems = []
+    systems, parse = [], named_path("FILE")
     for text in args.pred_props:
         try:
-            systems.append(parse_system(text))
-        except ValueError as err:
+            systems.append(parse(text))
+        except argparse.ArgumentTypeError as err:
             parser.error(f"argument --pred-props: {err}")
     guard_outputs([args.json and output_file("--json", args.json)],
                   [Input("--gold-props", args.gold_props)] +

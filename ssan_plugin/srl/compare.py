@@ -59,15 +59,13 @@ import numpy as np
 from ..cli.errors import InputError
 from ..cli.files import check_input_file, check_output_file
 from ..stats import seed_groups
+from ..stats.buckets import LENGTH_BUCKETS, bucket_index, bucket_label
 from ..stats.seed_groups import SeedGroupError, group_order, has_groups, same_seed_baseline
 from ..stats.significance import DEFAULT_BOOTSTRAP_SAMPLES, DEFAULT_SEED, paired_bootstrap
 from .brackets import BracketError, Phrase, parse_brackets
 from .props import PropsSentence, read_props
 from .scorer import EXCLUDED, Counts, PropositionMatch, evaluate, sentence_counts
 
-#: (first, last) words of each sentence-length bucket; None: no upper bound
-LENGTH_BUCKETS: Tuple[Tuple[int, Optional[int]], ...] = ((1, 10), (11, 20), (21, 30), (31, 40),
-                                                          (41, None))
 #: (first, last) distances in words of each argument-distance bucket
 DISTANCE_BUCKETS: Tuple[Tuple[int, Optional[int]], ...] = ((0, 0), (1, 2), (3, 5), (6, 10),
                                                             (11, None))
@@ -92,27 +90,6 @@ DEFINITIONS = {
 
 class CompareError(InputError, ValueError):
     """Props files that cannot be compared (unreadable, malformed, out of step with the gold)."""
-
-
-def parse_system(text: str) -> Tuple[str, str]:
-    """``NAME=FILE`` -> (name, file); ValueError otherwise."""
-    name, sep, path = text.partition("=")
-    if not sep or not name or not path:
-        raise ValueError(f"expected NAME=FILE, got {text!r}")
-    return name, path
-
-
-def bucket_label(lo: int, hi: Optional[int]) -> str:
-    if hi is None:
-        return f"{lo}+"
-    return str(lo) if lo == hi else f"{lo}-{hi}"
-
-
-def _bucket(value: int, buckets) -> int:
-    for k, (lo, hi) in enumerate(buckets):
-        if value >= lo and (hi is None or value <= hi):
-            return k
-    raise ValueError(f"{value} is in no bucket of {buckets}")
 
 
 def argument_distance(argument: Phrase, position: int) -> int:
@@ -206,7 +183,7 @@ def by_length(gold: Sequence[PropsSentence], per_sentence: Sequence[Counts]) -> 
     totals = [Counts() for _ in LENGTH_BUCKETS]
     sentences = [0] * len(LENGTH_BUCKETS)
     for (targets, _), counts in zip(gold, per_sentence):
-        k = _bucket(len(targets), LENGTH_BUCKETS)
+        k = bucket_index(len(targets), LENGTH_BUCKETS)
         totals[k].add(counts)
         sentences[k] += 1
     return [_counts_entry(totals[k], bucket=bucket_label(lo, hi), min=lo, max=hi,
@@ -225,7 +202,8 @@ def by_distance(matches: Sequence[PropositionMatch]) -> List[dict]:
             for a in args:
                 if a.type in EXCLUDED:
                     continue
-                counts = totals[_bucket(argument_distance(a, match.position), DISTANCE_BUCKETS)]
+                counts = totals[bucket_index(argument_distance(a, match.position),
+                                                   DISTANCE_BUCKETS)]
                 setattr(counts, kind, getattr(counts, kind) + 1)
     return [_counts_entry(c, bucket=bucket_label(lo, hi), min=lo, max=hi,
                           gold_arguments=c.correct + c.missed,

@@ -18,11 +18,10 @@ from typing import List, Sequence
 import numpy as np
 
 from ..stats import seed_groups
+from ..stats.buckets import LENGTH_BUCKETS, bucket_index, bucket_label
 from ..stats.significance import ScoreFn
 from .textio import PipelineError
 
-#: (min_len, max_len) in source words; the last bucket is open-ended
-LENGTH_BUCKETS = ((1, 10), (11, 20), (21, 30), (31, 40), (41, 1_000_000))
 
 
 def pooled_groups(names: Sequence[str], stats: Sequence[np.ndarray], score: ScoreFn,
@@ -53,15 +52,14 @@ def source_lengths(sources: Sequence[str]) -> List[int]:
 
 
 def bucket_of(length: int) -> int:
-    for k, (_, high) in enumerate(LENGTH_BUCKETS):
-        if length <= high:
-            return k
-    return len(LENGTH_BUCKETS) - 1
+    """The ``LENGTH_BUCKETS`` index of a source length; an empty source line (0 words) counts
+    with the shortest."""
+    return bucket_index(max(length, 1), LENGTH_BUCKETS)
 
 
 def by_length(lengths: Sequence[int], stats: np.ndarray, score: ScoreFn) -> List[dict]:
-    """Corpus score per source-length bucket: [{min_len, max_len, n, bleu}] (bleu None for an
-    empty bucket)."""
+    """Corpus score per source-length bucket: [{min_len, max_len, n, bleu}] (``max_len`` None
+    for the open-ended last bucket; ``bleu`` None for an empty bucket)."""
     if len(lengths) != stats.shape[0]:
         raise PipelineError(f"{len(lengths)} source lengths for {stats.shape[0]} sentences")
     buckets = np.array([bucket_of(n) for n in lengths], dtype=np.int64)
@@ -74,9 +72,9 @@ def by_length(lengths: Sequence[int], stats: np.ndarray, score: ScoreFn) -> List
     return out
 
 
-def bucket_label(bucket: dict) -> str:
-    return (f"{bucket['min_len']}+" if bucket["max_len"] >= LENGTH_BUCKETS[-1][1]
-            else f"{bucket['min_len']}-{bucket['max_len']}")
+def length_label(bucket: dict) -> str:
+    """A ``by_length`` entry's label: ``"1-10"``, ..., ``"41+"``."""
+    return bucket_label(bucket["min_len"], bucket["max_len"])
 
 
 def plot_by_length(systems: Sequence[dict], path, title: str = "BLEU by source length") -> None:
@@ -94,7 +92,7 @@ def plot_by_length(systems: Sequence[dict], path, title: str = "BLEU by source l
     for k, system in enumerate(systems):
         values = [b["bleu"] if b["bleu"] is not None else np.nan for b in system["by_length"]]
         ax.bar(x + (k - (len(systems) - 1) / 2) * width, values, width, label=system["name"])
-    ax.set_xticks(x, [f"{bucket_label(b)}\n(n={b['n']})" for b in buckets])
+    ax.set_xticks(x, [f"{length_label(b)}\n(n={b['n']})" for b in buckets])
     ax.set_xlabel("source length (words)")
     ax.set_ylabel("BLEU")
     ax.set_title(title)

@@ -70,13 +70,6 @@ class EvalConfig:
     by_length_png: Optional[str] = None  # default: beside json_out, NAME.by_length.png
 
 
-def parse_system(value: str, kind: str) -> SystemSpec:
-    name, sep, path = value.partition("=")
-    if not sep or not name or not path:
-        raise PipelineError(f"expected NAME=PATH, got {value!r}")
-    return SystemSpec(name=name, kind=kind, path=path)
-
-
 def check_systems(cfg: EvalConfig, manifest, n: int):
     if not cfg.systems:
         raise PipelineError("give at least one --system NAME=CHECKPOINT or --hyp NAME=FILE")
@@ -367,11 +360,11 @@ def markdown_table(report: dict, notes: Optional[dict] = None) -> str:
         lines += ["", group_table(report["groups"], "BLEU",
                                   lambda g: (g["mean_bleu"], g["std_bleu"]))]
     if report["systems"] and "by_length" in report["systems"][0]:
-        from .comparison import bucket_label
+        from .comparison import length_label
 
         buckets = report["systems"][0]["by_length"]
         lines += ["", "| system | " + " | ".join(
-            f"{bucket_label(b)} words (n={b['n']})" for b in buckets) + " |",
+            f"{length_label(b)} words (n={b['n']})" for b in buckets) + " |",
             "|---|" + "---|" * len(buckets)]
         for s in report["systems"]:
             lines.append(f"| {s['name']} | " + " | ".join(

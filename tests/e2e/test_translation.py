@@ -182,10 +182,11 @@ def test_by_length_buckets_are_sacrebleu_on_the_bucket(setup):
     for s in setup["report"]["systems"]:
         hyps = lines(s["hyp_file"])
         assert sum(b["n"] for b in s["by_length"]) == N_TEST
-        assert [(b["min_len"], b["max_len"]) for b in s["by_length"]][:4] == [
-            (1, 10), (11, 20), (21, 30), (31, 40)]
+        assert [(b["min_len"], b["max_len"]) for b in s["by_length"]] == [
+            (1, 10), (11, 20), (21, 30), (31, 40), (41, None)]  # None: open-ended
         for b in s["by_length"]:
-            ids = [i for i, x in enumerate(sources) if b["min_len"] <= len(x.split()) <= b["max_len"]]
+            high = b["max_len"] if b["max_len"] is not None else float("inf")
+            ids = [i for i, x in enumerate(sources) if b["min_len"] <= len(x.split()) <= high]
             assert len(ids) == b["n"]
             if ids:
                 assert b["bleu"] == pytest.approx(BLEU().corpus_score(

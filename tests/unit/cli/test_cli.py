@@ -24,6 +24,20 @@ def test_number_types_refuse_out_of_range_and_name_the_range():
         rate("1")
 
 
+def test_named_path_splits_at_the_first_equals_and_refuses_the_rest():
+    parse = arguments.named_path("FILE")
+    assert parse("ssan@2=runs/a=b.de") == ("ssan@2", "runs/a=b.de")
+    for bad in ("runs/a.de", "=runs/a.de", "ssan=", "="):
+        with pytest.raises(argparse.ArgumentTypeError, match=f"expected NAME=FILE, got '{bad}'"):
+            parse(bad)
+    # with a default name, a bare path is named by it; an empty name or path is still refused
+    named = arguments.named_path("CKPT", default_name=lambda path: path.split("/")[0])
+    assert named("ssan/best.pt") == ("ssan", "ssan/best.pt")
+    assert named("x=ssan/best.pt") == ("x", "ssan/best.pt")
+    with pytest.raises(argparse.ArgumentTypeError, match="expected NAME=CKPT or CKPT, got '=a'"):
+        named("=a")
+
+
 def test_parser_error_is_one_line_exit_2(capsys):
     ap = arguments.ArgumentParser(prog="x.py")
     ap.add_argument("--beam", type=arguments.positive_int, default=5)

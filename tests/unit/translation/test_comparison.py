@@ -5,8 +5,9 @@ the seed groups' means, deviations and tests, on hand-made statistics with a sim
 import numpy as np
 import pytest
 
-from ssan_plugin.translation.comparison import (LENGTH_BUCKETS, bucket_label, bucket_of, by_length,
-                                                plot_by_length, pooled_groups, source_lengths)
+from ssan_plugin.stats.buckets import LENGTH_BUCKETS
+from ssan_plugin.translation.comparison import (bucket_of, by_length, length_label, plot_by_length,
+                                                pooled_groups, source_lengths)
 from ssan_plugin.translation.textio import PipelineError
 
 
@@ -19,7 +20,7 @@ def test_buckets_and_their_edges():
     assert source_lengths(["a b  c", "", "  x  "]) == [3, 0, 1]
     expected = {0: 0, 1: 0, 10: 0, 11: 1, 20: 1, 21: 2, 30: 2, 31: 3, 40: 3, 41: 4, 10**7: 4}
     assert {n: bucket_of(n) for n in expected} == expected
-    assert [bucket_label({"min_len": lo, "max_len": hi}) for lo, hi in LENGTH_BUCKETS] == [
+    assert [length_label({"min_len": lo, "max_len": hi}) for lo, hi in LENGTH_BUCKETS] == [
         "1-10", "11-20", "21-30", "31-40", "41+"]
 
 
@@ -28,7 +29,7 @@ def test_by_length_is_the_corpus_score_of_each_bucket():
     stats = np.array([[1, 4], [3, 3], [0, 2], [5, 10], [2, 2], [0, 5]], dtype=float)
     out = by_length(lengths, stats, ratio)
     assert [(b["min_len"], b["max_len"], b["n"]) for b in out] == [
-        (1, 10, 3), (11, 20, 2), (21, 30, 0), (31, 40, 0), (41, 1_000_000, 1)]
+        (1, 10, 3), (11, 20, 2), (21, 30, 0), (31, 40, 0), (41, None, 1)]
     assert out[0]["bleu"] == pytest.approx(100 * (1 + 0 + 2) / (4 + 2 + 2))  # not mean of 25, 0, 100
     assert out[1]["bleu"] == pytest.approx(100 * 3 / 8)
     assert out[2]["bleu"] is None and out[3]["bleu"] is None

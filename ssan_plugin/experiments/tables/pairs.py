@@ -7,10 +7,10 @@ for entailment, Pearson r for relatedness) with Holm's correction over each tabl
 from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
 
-from ...stats.significance import paired_bootstrap, seed_level_test
+from ...stats.significance import paired_bootstrap
 from .archives import RESULT, SeedRunArchive, archived_value
 from .blocks import ResultsError
-from .verdicts import Comparison, apply_holm, mean_sd
+from .verdicts import Comparison, apply_holm, mean_sd, seed_comparison
 
 PREDICTIONS = "test.predictions.tsv"
 #: target -> (result.json section, headline metric, how tables name it, digits)
@@ -154,20 +154,16 @@ def pair_comparisons(runs: PairsArchive, specs: Sequence[Tuple[str, tuple, tuple
         if len(base) < 2 or len(sys_) < 2:
             raise ResultsError(f"{label}: fewer than two archived seeds of "
                                f"{'_'.join(base_key)} or {'_'.join(sys_key)} in {runs.archive}")
-        b_seeds, s_seeds = sorted(base), sorted(sys_)
-        score = runs.stats(base[b_seeds[0]], target)[1]
-        b_stats = [runs.stats(base[s], target)[0] for s in b_seeds]
-        s_stats = [runs.stats(sys_[s], target)[0] for s in s_seeds]
-        result = seed_level_test(b_stats, s_stats, score, [str(s) for s in b_seeds],
-                                 [str(s) for s in s_seeds], n_samples, seed)
-        pooled = paired_bootstrap(b_stats, s_stats, score, n_samples, seed)
-        compared = [int(s) for s in result.baseline_seeds]
-        rows.append(Comparison(
-            table=table, label=label, system=sys_key[2] if sys_key[1] == base_key[1]
+        score = runs.stats(base[min(base)], target)[1]
+        rows.append(seed_comparison(
+            base, sys_, lambda name: runs.stats(name, target)[0], score, table=table,
+            label=label, system=sys_key[2] if sys_key[1] == base_key[1]
             else f"{sys_key[2]}, {sys_key[1]}", baseline=f"{base_key[2]}, {base_key[1]}",
-            baseline_scores=[runs.metric(base[s], target) for s in compared],
-            system_scores=[runs.metric(sys_[s], target) for s in s_seeds], result=result,
-            extra={"target": target, "pooled": pooled}))
+            scored=lambda name: runs.metric(name, target),
+            extra=lambda b_stats, s_stats: {
+                "target": target,
+                "pooled": paired_bootstrap(b_stats, s_stats, score, n_samples, seed)},
+            n_samples=n_samples, seed=seed))
     apply_holm(rows)
     return rows
 

@@ -33,8 +33,8 @@ from ..archive import relativize_text
 from .archives import archive_json, archived_record, archived_value, curve_records
 from .bench import PROCESS_MEASURES, layers_table_by_kind
 from .blocks import ResultsError
-from .translation import bleu_scorer, run_stats, test_reference
-from .verdicts import Comparison, apply_holm, mean_sd
+from .translation import bleu_scorer, hypotheses_stats, test_reference
+from .verdicts import Comparison, apply_holm, mean_sd, seed_comparison
 
 #: the measures of the cost table: those of the process table (label, key of bench_ssan.py's
 #: medians, format) that the head-to-head's bench measures
@@ -111,20 +111,16 @@ def selector_rows(plan, study: str, pair: str, table: str = "selectors",
     the_pair = plan.pairs[pair]
     base_name = the_study.systems[0]
     rows, comparisons = [], []
-    ref = score = None
+    score = stats_of = None
     if any(found.values()):
         ref = test_reference(the_pair)
         score = bleu_scorer(ref, the_pair.tgt)[1]
-
-    def stats(system, s):
-        run_dir, hyp = found[system][s]
-        return run_stats(run_dir, hyp, ref, the_pair.tgt)
-
+        stats_of = hypotheses_stats(ref, the_pair.tgt)
     for system in the_study.systems:
         runs = found[system]
         seeds = sorted(runs)
         for s in seeds:  # every run's BLEU recomputed and checked against its test.json
-            stats(system, s)
+            stats_of(runs[s])
         borrow = the_study.borrow.get(system)
         row = SelectorRow(
             system=system, seeds=seeds,
@@ -134,20 +130,12 @@ def selector_rows(plan, study: str, pair: str, table: str = "selectors",
             chrf=[archived_value(runs[s][0] / "test.json", "systems", 0, "chrf") for s in seeds],
             selection=[r for r in (evaluation_selection_rate(runs[s][0]) for s in seeds)
                        if r is not None])
-        base_seeds = sorted(found[base_name])
-        if system != base_name and len(seeds) >= 2 and len(base_seeds) >= 2:
-            from ...stats.significance import seed_level_test
-
-            result = seed_level_test([stats(base_name, s) for s in base_seeds],
-                                     [stats(system, s) for s in seeds], score,
-                                     [str(s) for s in base_seeds], [str(s) for s in seeds],
-                                     n_samples, seed)
-            paired = [int(s) for s in result.baseline_seeds]
-            row.comparison = Comparison(
-                table=table, label=f"{study} {pair}", system=system, baseline=base_name,
-                baseline_scores=[score(stats(base_name, s).sum(0)) for s in paired],
-                system_scores=[score(stats(system, s).sum(0)) for s in seeds], result=result)
-            comparisons.append(row.comparison)
+        if system != base_name:
+            row.comparison = seed_comparison(
+                found[base_name], runs, stats_of, score, table=table, label=f"{study} {pair}",
+                system=system, baseline=base_name, n_samples=n_samples, seed=seed)
+            if row.comparison is not None:
+                comparisons.append(row.comparison)
         rows.append(row)
     apply_holm(comparisons)
     return rows

@@ -9,10 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from ...stats.significance import seed_level_test
 from .archives import RESULT, SeedRunArchive, archived_record, archived_value, curve_records
 from .blocks import ResultsError
-from .verdicts import Comparison, apply_holm, mean_sd
+from .verdicts import Comparison, apply_holm, mean_sd, seed_comparison
 
 PREDICTIONS = "dev.pred.props.gz"
 
@@ -163,18 +162,10 @@ def srl_comparisons(runs: SrlArchive, specs: Sequence[tuple], table: str = "srl"
         if len(base) < 2 or len(sys_) < 2:
             raise ResultsError(f"{label}: fewer than two archived seeds of {base_prefix} or "
                                f"{sys_prefix} in {runs.archive}")
-        b_seeds, s_seeds = sorted(base), sorted(sys_)
-        result = seed_level_test([runs.score(base[s]).stats for s in b_seeds],
-                                 [runs.score(sys_[s]).stats for s in s_seeds], f1_score,
-                                 [str(s) for s in b_seeds], [str(s) for s in s_seeds],
-                                 n_samples, seed)
-        compared = [int(s) for s in result.baseline_seeds]
-        rows.append(Comparison(table=table, label=label, system=sys_prefix,
-                               baseline=base_prefix,
-                               baseline_scores=[runs.score(base[s]).entry["f1"]
-                                                for s in compared],
-                               system_scores=[runs.score(sys_[s]).entry["f1"] for s in s_seeds],
-                               result=result))
+        rows.append(seed_comparison(
+            base, sys_, lambda name: runs.score(name).stats, f1_score, table=table, label=label,
+            system=sys_prefix, baseline=base_prefix,
+            scored=lambda name: runs.score(name).entry["f1"], n_samples=n_samples, seed=seed))
     apply_holm(rows)
     return rows
 

@@ -4,14 +4,13 @@ study's baseline, and the per-run table."""
 
 import functools
 from pathlib import Path
-from typing import Dict, List
+from typing import Callable, Dict, List, Tuple
 
 import numpy as np
 
-from ...stats.significance import seed_level_test
 from .archives import archive_json, archived_value
 from .blocks import ResultsError
-from .verdicts import Comparison, apply_holm
+from .verdicts import Comparison, apply_holm, seed_comparison
 
 
 STUDY_LABELS = {"postnorm": "post-norm", "prenorm": "pre-norm"}
@@ -54,6 +53,11 @@ def run_stats(run_dir: Path, hyp_name: str, ref: Path, tgt: str) -> np.ndarray:
     return stats
 
 
+def hypotheses_stats(ref: Path, tgt: str) -> Callable[[Tuple[Path, str]], np.ndarray]:
+    """:func:`run_stats` of a run given as (archive directory, hypotheses file name)."""
+    return lambda run: run_stats(run[0], run[1], ref, tgt)
+
+
 def test_reference(pair) -> Path:
     ref = Path(pair.raw) / f"test.{pair.tgt}"
     if not ref.is_file():
@@ -83,29 +87,17 @@ def translation_comparisons(plan, table: str, n_samples: int = 1000,
         pair = plan.pairs[pair_name]
         ref = test_reference(pair)
         score = bleu_scorer(ref, pair.tgt)[1]
-
-        def stats(system, s):
-            return run_stats(by_system[system][s], f"{system}@{s}.test.{pair.tgt}", ref,
-                             pair.tgt)
-
+        runs = {system: {s: (d, f"{system}@{s}.test.{pair.tgt}") for s, d in by_seed.items()}
+                for system, by_seed in by_system.items()}
         base_name = study.systems[0]
-        base_seeds = sorted(by_system.get(base_name, {}))
         for system in study.systems[1:]:
-            sys_seeds = sorted(by_system.get(system, {}))
-            if len(base_seeds) < 2 or len(sys_seeds) < 2:
-                continue
-            result = seed_level_test([stats(base_name, s) for s in base_seeds],
-                                     [stats(system, s) for s in sys_seeds], score,
-                                     [str(s) for s in base_seeds], [str(s) for s in sys_seeds],
-                                     n_samples, seed)
-            paired_base = [int(s) for s in result.baseline_seeds]
-            rows.append(Comparison(
-                table=table, label=f"{STUDY_LABELS.get(study_name, study_name)} "
-                                   f"{PAIR_LABELS.get(pair_name, pair_name)}",
-                system=system, baseline=base_name,
-                baseline_scores=[score(stats(base_name, s).sum(0)) for s in paired_base],
-                system_scores=[score(stats(system, s).sum(0)) for s in sys_seeds],
-                result=result))
+            row = seed_comparison(
+                runs.get(base_name, {}), runs.get(system, {}), hypotheses_stats(ref, pair.tgt),
+                score, table=table, label=f"{STUDY_LABELS.get(study_name, study_name)} "
+                                          f"{PAIR_LABELS.get(pair_name, pair_name)}",
+                system=system, baseline=base_name, n_samples=n_samples, seed=seed)
+            if row is not None:
+                rows.append(row)
     apply_holm(rows)
     return rows
 

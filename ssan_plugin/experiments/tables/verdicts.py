@@ -1,12 +1,15 @@
 """Verdict and power tables: a group of seeds against its baseline group with the seed-level test
-(``stats.significance.seed_level_test``), Holm's correction over every comparison of a table."""
+(``stats.significance.seed_level_test``; :func:`seed_comparison` builds the row), Holm's
+correction over every comparison of a table (:func:`apply_holm`)."""
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, TypeVar
 
 import numpy as np
 
-from ...stats.significance import holm
+from ...stats.significance import ScoreFn, holm, seed_level_test
+
+Run = TypeVar("Run")  # whatever names one archived run to a table's ``stats_of``
 
 
 @dataclass
@@ -38,6 +41,38 @@ def apply_holm(rows: Sequence[Comparison]) -> None:
         family = [r for r in rows if r.table == table]
         for row, adjusted in zip(family, holm([r.result.p_value for r in family])):
             row.p_holm = adjusted
+
+
+def seed_comparison(baseline_runs: Mapping[int, Run], system_runs: Mapping[int, Run],
+                    stats_of: Callable[[Run], np.ndarray], score: ScoreFn, *, table: str,
+                    label: str, system: str, baseline: str,
+                    scored: Optional[Callable[[Run], float]] = None,
+                    extra: Optional[Callable[[list, list], dict]] = None,
+                    n_samples: int = 1000, seed: int = 12345) -> Optional[Comparison]:
+    """One row of a verdict table (p_holm unset: :func:`apply_holm` over the table's rows), or
+    None with fewer than two seeds a side. ``baseline_runs`` / ``system_runs``: {seed: run};
+    ``stats_of(run)``: its (N, k) per-item statistics, ``score`` maps their sum to the corpus
+    score; the seed-level test over the seeds ascending, paired by seed when the system's seeds
+    are among the baseline's (``baseline_scores`` then of those seeds only). ``scored(run)``:
+    the score a row shows per seed (default ``score`` of its summed statistics);
+    ``extra(baseline stats, system stats)``, the per-seed arrays in that order: the row's
+    ``extra``."""
+    if len(baseline_runs) < 2 or len(system_runs) < 2:
+        return None
+    if scored is None:
+        def scored(run):
+            return score(stats_of(run).sum(0))
+    b_seeds, s_seeds = sorted(baseline_runs), sorted(system_runs)
+    b_stats = [stats_of(baseline_runs[s]) for s in b_seeds]
+    s_stats = [stats_of(system_runs[s]) for s in s_seeds]
+    result = seed_level_test(b_stats, s_stats, score, [str(s) for s in b_seeds],
+                             [str(s) for s in s_seeds], n_samples, seed)
+    described = {} if extra is None else extra(b_stats, s_stats)
+    compared = [int(s) for s in result.baseline_seeds]
+    return Comparison(table=table, label=label, system=system, baseline=baseline,
+                      baseline_scores=[scored(baseline_runs[s]) for s in compared],
+                      system_scores=[scored(system_runs[s]) for s in s_seeds], result=result,
+                      extra=described)
 
 
 def mean_sd(values: Sequence[float], digits: int = 2) -> str:

@@ -1,5 +1,5 @@
 """ssan_plugin.experiments.tables.verdicts: the power calculation against a simulation of the test it plans
-for, Holm per table, and the verdict table's cells."""
+for, Holm per table, the verdict table's cells, and the row a seed-group comparison builds."""
 
 import numpy as np
 import pytest
@@ -7,6 +7,7 @@ import pytest
 from ssan_plugin.experiments.tables.verdicts import (
     Comparison,
     apply_holm,
+    seed_comparison,
     seeds_for_power,
     spread_against_goal,
     spread_ratio_table,
@@ -74,3 +75,40 @@ def test_spread_ratio_table_cells():
     assert line == (f"| pre-norm En-De | ssan_cap0 | 6 / 6 | {np.std(base, ddof=1):.2f} | "
                     f"{np.std(system, ddof=1):.2f} | {ratio:.2f} [{ratio / f ** 0.5:.2f}, "
                     f"{ratio * f ** 0.5:.2f}] | cannot tell at these seeds |")
+
+
+def test_seed_comparison_pairs_by_seed_and_shows_the_scores_of_the_seeds_compared():
+    rng = np.random.default_rng(0)
+    base = {3: rng.random((40, 1)), 1: rng.random((40, 1)), 2: rng.random((40, 1))}
+    system = {2: rng.random((40, 1)) + 0.1, 1: rng.random((40, 1)) + 0.1}
+
+    def score(sums):
+        return float(sums[0]) / 40
+
+    seen = []
+    row = seed_comparison(base, system, lambda run: run, score, table="t", label="x",
+                          system="s", baseline="b", n_samples=50,
+                          extra=lambda b, s: seen.append((b, s)) or {"k": 1})
+    assert (row.table, row.label, row.system, row.baseline) == ("t", "x", "s", "b")
+    assert row.result.paired and row.result.seeds == ["1", "2"]
+    assert row.result.baseline_seeds == ["1", "2"]  # seed 3 has no partner
+    assert row.baseline_scores == [score(base[1].sum(0)), score(base[2].sum(0))]
+    assert row.system_scores == [score(system[1].sum(0)), score(system[2].sum(0))]
+    assert row.p_holm is None and row.extra == {"k": 1}
+    ((b, s),) = seen  # every seed's statistics, seeds ascending
+    assert [id(a) for a in b] == [id(base[k]) for k in (1, 2, 3)]
+    assert [id(a) for a in s] == [id(system[k]) for k in (1, 2)]
+    shown = seed_comparison(base, system, lambda run: run, score, table="t", label="x",
+                            system="s", baseline="b", scored=lambda run: 7.0, n_samples=50)
+    assert shown.baseline_scores == [7.0, 7.0] and shown.system_scores == [7.0, 7.0]
+    assert shown.extra == {}
+
+
+def test_seed_comparison_needs_two_seeds_a_side_and_reads_nothing_without():
+    def unread(run):
+        raise AssertionError("read")
+
+    one, two = {1: "r1"}, {1: "r1", 2: "r2"}
+    for base, system in ((one, two), (two, one)):
+        assert seed_comparison(base, system, unread, unread, table="t", label="x", system="s",
+                               baseline="b") is None

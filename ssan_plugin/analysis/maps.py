@@ -1,8 +1,24 @@
-"""Per-sentence maps of an encoder: eval-mode selection and attention weights, per layer and head.
+"""Running an encoder over sentences, and the per-sentence maps it gives: eval-mode selection
+and attention weights, per layer and head.
+
+This module is the analysis tools' one way to run an encoder (``selection.py`` builds on it):
+
+- :func:`run_encoder`: the encoder's output for a padded batch (B, T), in eval mode, without
+  gradient, every selective module keeping its 0/1 selection (:func:`keeping_selection`);
+- :func:`sentence_maps`: a sequence of sentences (1-D tokens, ``</s>`` last) cut into
+  consecutive batches, padded on the left as fairseq's translation task reads sources
+  (:func:`padded_batches`, :func:`collate`); :func:`batch_maps` gives each sentence's maps with
+  the pads removed whatever the padding side (:func:`sentence_positions`, :func:`unpad`:
+  position t of a padded row is not token t);
+- :func:`selective_modules` (every module that can record a selection, what
+  :func:`keeping_selection` switches) and :func:`selective_layers` (the encoder layers whose
+  self-attention is one, with their kind);
+- :func:`to_words` (piece-level maps to word level), :func:`maps_json`, :func:`plot_grid` (a
+  layers x heads grid of :func:`heat_panel` maps).
 
 Every selective layer is read through one interface, the one the selective criterion reads
 (``modules/selection.py``): a ``SelectionReporter``, whose per-forward record carries its 0/1
-selection when ``keep_selection`` is set (``selection.run_encoder`` sets it); a pair selector
+selection when ``keep_selection`` is set (:func:`run_encoder` sets it); a pair selector
 is also fairseq's ``MultiheadAttention``, whose per-head weights ``need_head_weights`` returns.
 SSAN's module and the selector family's ``SelectorMultiheadAttention`` both provide it; nothing
 here depends on a selector's maths.
@@ -37,13 +53,13 @@ What each encoder layer kind gives (:func:`layer_kinds`):
   backward intra-block, backward inter-block; the inter-block map spreads a block's weight
   over its tokens by the source2token weights). Names in ``HEAD_NAMES``.
 
-All maps are returned per sentence with pads removed (positions = the sentence's pieces,
-``</s>`` last), on CPU.
+:func:`batch_maps` and :func:`sentence_maps` return all maps per sentence with pads removed
+(positions = the sentence's pieces, ``</s>`` last), on CPU (:class:`SentenceMaps`).
 """
 
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional, Sequence
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 from fairseq.modules import MultiheadAttention
@@ -55,7 +71,6 @@ from ..modules.resa import ReSAAttention
 from ..modules.selection import SelectionReporter
 from ..modules.selective_attention import SelectiveMultiheadAttention
 from ..modules.selectors import SelectorMultiheadAttention
-from .selection import collate, run_encoder
 
 #: what each "head" of a multi-dimensional layer's attention map is
 HEAD_NAMES = {"disan": DiSANAttention.map_names, "biblosan": BiBloSANAttention.map_names}
@@ -66,16 +81,19 @@ class UnsupportedEncoder(ValueError):
 
 
 def encoder_layers(model) -> list:
+    """The encoder's layers, in order; ``model`` is a fairseq encoder-decoder or an encoder."""
     encoder = getattr(model, "encoder", model)
     layers = encoder.layers
     return [layers[i] for i in range(len(layers))]  # indexing: LayerDropModuleList's iterator drops
 
 
 def self_attention(layer):
+    """An encoder layer's self-attention module (through a fairscale checkpoint wrapper)."""
     return getattr(getattr(layer, "_checkpoint_wrapped_module", layer), "self_attn")
 
 
 def layer_kind(attention) -> str:
+    """The kind of a self-attention module (see the module doc); UnsupportedEncoder if unknown."""
     if isinstance(attention, SelectorMultiheadAttention):
         return attention.selector.name
     if isinstance(attention, SelectiveMultiheadAttention):
@@ -105,6 +123,101 @@ def selective_layers(model) -> Dict[int, str]:
         if isinstance(attention, SelectionReporter):
             layers[index] = layer_kind(attention)
     return layers
+
+
+def selective_modules(model) -> List[SelectionReporter]:
+    """Every module of the model that can record a selection (``SelectionReporter``), encoder
+    and decoder alike, in module order; empty for a model without selector. What
+    :func:`keeping_selection` switches; :func:`selective_layers` names the encoder's."""
+    return [m for m in model.modules() if isinstance(m, SelectionReporter)]
+
+
+@contextmanager
+def keeping_selection(model):
+    """Within the block, every selective module records its 0/1 selection; restored after."""
+    modules = selective_modules(model)
+    before = [m.keep_selection for m in modules]
+    for m in modules:
+        m.keep_selection = True
+    try:
+        yield modules
+    finally:
+        for m, value in zip(modules, before):
+            m.keep_selection = value
+
+
+def run_encoder(model, src_tokens: Tensor, src_lengths: Optional[Tensor] = None,
+                pad_idx: Optional[int] = None, return_all_hiddens: bool = False) -> dict:
+    """The encoder's output for a padded batch (B, T), in eval mode, without gradient, every
+    selective module keeping its 0/1 selection in its record (``out["selection_stats"]``,
+    read by :func:`recorded_selections`); with ``return_all_hiddens``,
+    ``out["encoder_states"]`` holds the embedding layer's output and every layer's (T x B x C
+    each). ``src_lengths`` defaults to the non-pad count of each row (``pad_idx``: the
+    encoder's own by default). ``model`` is a fairseq encoder-decoder or an encoder; its
+    training mode is restored afterwards."""
+    encoder = getattr(model, "encoder", model)
+    if src_lengths is None:
+        if pad_idx is None:
+            pad_idx = encoder.padding_idx
+        src_lengths = src_tokens.ne(pad_idx).sum(-1)
+    was_training = model.training
+    model.eval()
+    try:
+        extra = {"return_all_hiddens": True} if return_all_hiddens else {}
+        with torch.no_grad(), keeping_selection(model):
+            return encoder(src_tokens, src_lengths=src_lengths, **extra)
+    finally:
+        model.train(was_training)
+
+
+def recorded_selections(encoder_out: dict) -> Dict[int, Tensor]:
+    """{layer: bool selection} kept in an encoder output's records (:func:`run_encoder`), in
+    record order, pads included: (B, h, T, S) for a pair selector, (B, 2, T) for a token
+    selector (ReSA: row 0 heads/queries, row 1 dependents/keys); a record without a kept
+    selection is left out."""
+    return {record.layer: record.selection for record in encoder_out.get("selection_stats", [])
+            if record.selection is not None}
+
+
+def collate(sentences: Sequence[Tensor], pad_idx: int,
+            left_pad: bool = True) -> Tuple[Tensor, Tensor]:
+    """(B, T) padded tokens and (B,) lengths of 1-D token tensors; left padding as fairseq's
+    translation task does."""
+    lengths = torch.tensor([s.numel() for s in sentences])
+    tokens = torch.full((len(sentences), int(lengths.max())), pad_idx, dtype=torch.long)
+    for row, s in enumerate(sentences):
+        if left_pad:
+            tokens[row, tokens.size(1) - s.numel():] = s
+        else:
+            tokens[row, :s.numel()] = s
+    return tokens, lengths
+
+
+def padded_batches(sentences: Iterable[Tensor], pad_idx: int, batch_size: int,
+                   left_pad: bool = True) -> Iterator[Tuple[Tensor, Tensor]]:
+    """:func:`collate` of consecutive groups of ``batch_size`` sentences (1-D tokens), in the
+    given order (the last group may be smaller); the sentences are read as they come."""
+    batch: List[Tensor] = []
+    for sentence in sentences:
+        batch.append(sentence)
+        if len(batch) == batch_size:
+            yield collate(batch, pad_idx, left_pad)
+            batch = []
+    if batch:
+        yield collate(batch, pad_idx, left_pad)
+
+
+def sentence_positions(src_tokens: Tensor, pad_idx: int) -> List[Tensor]:
+    """Per row of a padded batch (B, T), the 1-D indices of its non-pad positions (either
+    padding side), in order."""
+    keep = src_tokens.ne(pad_idx)
+    return [keep[row].nonzero().squeeze(-1) for row in range(src_tokens.size(0))]
+
+
+def unpad(pair_map: Tensor, positions: Tensor) -> Tensor:
+    """One row's (h, T, S) (query, key) map -> (h, n, n) on CPU: the rows and columns at
+    ``positions`` (n of them, :func:`sentence_positions`)."""
+    return pair_map[:, positions][:, :, positions].cpu()
 
 
 @contextmanager
@@ -186,48 +299,40 @@ def resa_pair_selection(token_selection: Tensor) -> Tensor:
 
 def batch_maps(model, src_tokens: Tensor, src_lengths: Tensor, pad_idx: int,
                attention: bool = True, states: bool = False) -> List[SentenceMaps]:
-    """The maps of each sentence of a padded batch (pads removed, either padding side)."""
+    """The maps of each sentence of a padded batch (B, T), pads removed (either padding side),
+    on CPU; one encoder forward (:func:`run_encoder`). ``attention``: also the attention
+    weights (UnsupportedEncoder for an unknown layer kind); ``states``: also the layer outputs."""
     if attention:
         layer_kinds(model)  # UnsupportedEncoder for an unknown layer
-    with recording_attention(model) if attention else _nothing() as weights:
+    with recording_attention(model) if attention else nullcontext() as weights:
         out = run_encoder(model, src_tokens, src_lengths, return_all_hiddens=states)
-    keep = src_tokens.ne(pad_idx)
-    result = []
-    records = out.get("selection_stats", [])
+    selections = recorded_selections(out)
     hidden = torch.stack(out["encoder_states"]).transpose(0, 2) if states else None  # (B, T, L+1, C)
-    for row in range(src_tokens.size(0)):
-        idx = keep[row].nonzero().squeeze(-1)
+    result = []
+    for row, idx in enumerate(sentence_positions(src_tokens, pad_idx)):
         maps = SentenceMaps()
-        for record in records:
-            if record.selection is None:
-                continue
-            sel = record.selection[row].cpu()
-            if sel.dim() == 3:  # pair selector (h, T, S)
-                maps.selection[record.layer] = sel[:, idx][:, :, idx]
-            else:  # token selector (2, T)
-                tokens = sel[:, idx]
-                maps.token_selection[record.layer] = tokens
-                maps.selection[record.layer] = resa_pair_selection(tokens)
+        for layer, sel in selections.items():
+            if sel.dim() == 4:  # pair selector (B, h, T, S)
+                maps.selection[layer] = unpad(sel[row], idx)
+            else:  # token selector (B, 2, T)
+                tokens = sel[row][:, idx].cpu()
+                maps.token_selection[layer] = tokens
+                maps.selection[layer] = resa_pair_selection(tokens)
         for layer, w in (weights or {}).items():
-            maps.attention[layer] = w[row][:, idx][:, :, idx].cpu()
+            maps.attention[layer] = unpad(w[row], idx)
         if hidden is not None:
             maps.states = hidden[row, idx].transpose(0, 1).cpu()  # (L+1, n, C)
         result.append(maps)
     return result
 
 
-@contextmanager
-def _nothing():
-    yield None
-
-
-def sentence_maps(model, sentences: Sequence[Tensor], pad_idx: int, batch_size: int = 32,
-                  attention: bool = True, states: bool = False) -> Iterator[SentenceMaps]:
-    """:func:`batch_maps` over a sequence of 1-D token tensors (``</s>`` included), in order,
-    in left-padded batches as fairseq's translation task reads sources."""
-    for start in range(0, len(sentences), batch_size):
-        batch = list(sentences[start:start + batch_size])
-        tokens, lengths = collate(batch, pad_idx, left_pad=True)
+def sentence_maps(model, sentences: Iterable[Tensor], pad_idx: int, batch_size: int = 32,
+                  attention: bool = True, states: bool = False,
+                  left_pad: bool = True) -> Iterator[SentenceMaps]:
+    """:func:`batch_maps` over 1-D token tensors (``</s>`` included), in order, in batches of
+    ``batch_size`` (:func:`padded_batches`; left padding by default, as fairseq's translation
+    task reads sources)."""
+    for tokens, lengths in padded_batches(sentences, pad_idx, batch_size, left_pad):
         yield from batch_maps(model, tokens, lengths, pad_idx, attention, states)
 
 
@@ -288,6 +393,21 @@ def grid_size_inches(rows: int, cols: int, n: int):
     return cols * panel + MARGIN_INCHES[0], rows * panel + MARGIN_INCHES[1]
 
 
+def heat_panel(ax, matrix: Tensor, labels: Sequence[str], vmax: float = 1.0,
+               fontsize: float = 5):
+    """Draw one (n, n) (query, key) map on a matplotlib axis: rows queries, columns keys,
+    values 0..vmax on viridis, both axes ticked with the n ``labels``. Returns the image (for
+    a colorbar). The panel of :func:`plot_grid` and of ``selection.plot_selection_heatmap``."""
+    image = ax.imshow(matrix.float().numpy(), vmin=0, vmax=vmax, cmap="viridis",
+                      interpolation="nearest")
+    n = len(labels)
+    ax.set_xticks(range(n))
+    ax.set_yticks(range(n))
+    ax.set_xticklabels(labels, rotation=90, fontsize=fontsize)
+    ax.set_yticklabels(labels, fontsize=fontsize)
+    return image
+
+
 def plot_grid(panels: Dict[int, Tensor], pieces: Sequence[str], path, what: str,
               title: Optional[str] = None, vmax: float = 1.0,
               kinds: Optional[Dict[int, str]] = None):
@@ -319,14 +439,9 @@ def plot_grid(panels: Dict[int, Tensor], pieces: Sequence[str], path, what: str,
             if c >= data.size(0):
                 ax.axis("off")
                 continue
-            image = ax.imshow(data[c].float().numpy(), vmin=0, vmax=vmax, cmap="viridis",
-                              interpolation="nearest")
+            image = heat_panel(ax, data[c], pieces, vmax=vmax, fontsize=5)
             names = HEAD_NAMES.get((kinds or {}).get(layer))
             ax.set_title(f"layer {layer} " + (names[c] if names else f"head {c}"), fontsize=8)
-            ax.set_xticks(range(n))
-            ax.set_yticks(range(n))
-            ax.set_xticklabels(pieces, rotation=90, fontsize=5)
-            ax.set_yticklabels(pieces, fontsize=5)
     fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.6, label=what)
     fig.suptitle(title or what, fontsize=9)
     fig.savefig(path, dpi=DPI)  # no bbox_inches="tight": the size stays the grid's

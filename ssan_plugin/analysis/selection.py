@@ -1,8 +1,8 @@
 """What a trained selective encoder selects: 0/1 selection maps, rates by token class, heat maps.
 
 The plugin's selection contract (``modules/selection.py``): every selective attention module is
-a :class:`SelectionReporter`; with ``keep_selection = True`` its per-forward
-:class:`SelectionStats` record carries ``selection``, the bool (B, h, T, S) eval-mode selection
+a ``SelectionReporter``; with ``keep_selection = True`` its per-forward
+``SelectionStats`` record carries ``selection``, the bool (B, h, T, S) eval-mode selection
 (True: query t of head h attends to key s). The encoder returns the records, one per selective
 layer, in ``encoder_out["selection_stats"]`` (``record.layer`` is the 0-based layer index).
 SSAN's module and every selector of ``selective_transformer`` (``SelectorMultiheadAttention``)
@@ -10,32 +10,37 @@ keep that contract, so everything here reads any of them the same way; for a sel
 selected when its final weight is nonzero (docs/selectors.md), for SSAN when it is in A
 (maps.py's module doc).
 
-Here:
+Running the encoder (eval mode, selections kept), batching sentences and removing pads are
+maps.py's (:func:`~ssan_plugin.analysis.maps.run_encoder`,
+:func:`~ssan_plugin.analysis.maps.sentence_maps`); this module reads the pair selections from
+them. Here:
 
 - :func:`load_model`: a checkpoint (and its task, optionally with another data-bin and a split
   loaded), in eval mode;
-- :func:`batch_selection`, :func:`selection_maps`, :func:`sentence_selections`: the maps of a
-  padded batch, of one sentence, of a sequence of sentences (pads removed whatever the side:
-  fairseq's translation task pads sources on the left by default, so position t of a padded
-  row is not token t);
+- :func:`batch_selection`, :func:`selection_maps`: the maps of a padded batch as the model sees
+  it (pads included), of one sentence (a batch of one, nothing padded);
+- :func:`sentence_selections`: the maps of a sequence of sentences, pads removed whatever the
+  side (the pair selections of :func:`~ssan_plugin.analysis.maps.sentence_maps`);
 - :func:`piece_word_index`, :func:`piece_labels`: sentencepiece pieces back to the words they
-  came from (a piece starting with U+2581 starts a word), and per-word labels onto pieces;
+  came from (a piece starting with U+2581 starts a word), and per-word labels onto pieces
+  (``inputs.py`` gives raw text its word indices this way; ``maps.to_words`` pools by them);
 - :class:`SelectionRates`: the fraction of (query, key) pairs selected, by the key's label,
   per layer and pooled, accumulated over sentences;
-- :func:`plot_selection_heatmap`: one sentence's selection, one panel per layer, heads averaged.
+- :func:`plot_selection_heatmap`: one sentence's selection, one panel per layer, heads averaged
+  (``maps.plot_grid`` draws every head instead; both draw their panels with
+  :func:`~ssan_plugin.analysis.maps.heat_panel`).
 
 Pair selectors only (SSAN, the selectors); token selectors (ReSA) report (B, 2, T) selections,
-not handled here (maps.py turns them into pair maps).
+left out here (maps.py turns them into pair maps).
 """
 
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
 
-from ..modules.selection import SelectionReporter
+from .maps import heat_panel, recorded_selections, run_encoder, sentence_maps
 
 #: sentencepiece's word-start marker (U+2581, "LOWER ONE EIGHTH BLOCK")
 WORD_START = "\u2581"
@@ -62,59 +67,14 @@ def load_model(checkpoint, data=None, subset: Optional[str] = None):
     return model, task
 
 
-def selective_modules(model) -> List[SelectionReporter]:
-    """The model's selective attention modules (empty for a model without selector)."""
-    return [m for m in model.modules() if isinstance(m, SelectionReporter)]
-
-
-@contextmanager
-def keeping_selection(model):
-    """Within the block, every selective module records its 0/1 selection; restored after."""
-    modules = selective_modules(model)
-    before = [m.keep_selection for m in modules]
-    for m in modules:
-        m.keep_selection = True
-    try:
-        yield modules
-    finally:
-        for m, value in zip(modules, before):
-            m.keep_selection = value
-
-
-def run_encoder(model, src_tokens: Tensor, src_lengths: Optional[Tensor] = None,
-                pad_idx: Optional[int] = None, return_all_hiddens: bool = False) -> dict:
-    """The encoder's output for a padded batch (B, T), in eval mode, without gradient, every
-    selective module keeping its 0/1 selection in its record (``out["selection_stats"]``);
-    with ``return_all_hiddens``, ``out["encoder_states"]`` holds the embedding layer's output
-    and every layer's (T x B x C each). ``model`` is a fairseq encoder-decoder or an encoder;
-    its training mode is restored afterwards."""
-    encoder = getattr(model, "encoder", model)
-    if src_lengths is None:
-        if pad_idx is None:
-            pad_idx = encoder.padding_idx
-        src_lengths = src_tokens.ne(pad_idx).sum(-1)
-    was_training = model.training
-    model.eval()
-    try:
-        extra = {"return_all_hiddens": True} if return_all_hiddens else {}
-        with torch.no_grad(), keeping_selection(model):
-            return encoder(src_tokens, src_lengths=src_lengths, **extra)
-    finally:
-        model.train(was_training)
-
-
 def batch_selection(model, src_tokens: Tensor, src_lengths: Optional[Tensor] = None,
                     pad_idx: Optional[int] = None) -> Dict[int, Tensor]:
     """{layer: bool (B, h, T, T)}: the eval-mode selection of each selective encoder layer for
     a padded batch of sources (B, T), as the model sees it (pad rows/columns included).
     ``model`` is a fairseq encoder-decoder (``model.encoder``) or an encoder."""
     out = run_encoder(model, src_tokens, src_lengths, pad_idx)
-    maps = {}
-    for record in out.get("selection_stats", []):
-        if record.selection is None or record.selection.dim() != 4:
-            continue  # no selection kept, or a token selector (B, 2, T)
-        maps[record.layer] = record.selection
-    return maps
+    return {layer: sel for layer, sel in recorded_selections(out).items()
+            if sel.dim() == 4}  # a token selector's is (B, 2, T)
 
 
 def selection_maps(model, src_tokens: Tensor) -> Dict[int, Tensor]:
@@ -126,44 +86,15 @@ def selection_maps(model, src_tokens: Tensor) -> Dict[int, Tensor]:
             batch_selection(model, src_tokens.unsqueeze(0), lengths).items()}
 
 
-def collate(sentences: Sequence[Tensor], pad_idx: int, left_pad: bool = True) -> Tuple[Tensor, Tensor]:
-    """(B, T) padded tokens and lengths; left padding as fairseq's translation task does."""
-    lengths = torch.tensor([s.numel() for s in sentences])
-    tokens = torch.full((len(sentences), int(lengths.max())), pad_idx, dtype=torch.long)
-    for row, s in enumerate(sentences):
-        if left_pad:
-            tokens[row, tokens.size(1) - s.numel():] = s
-        else:
-            tokens[row, :s.numel()] = s
-    return tokens, lengths
-
-
-def unpad(maps: Dict[int, Tensor], src_tokens: Tensor, pad_idx: int) -> List[Dict[int, Tensor]]:
-    """Per sentence {layer: (h, n, n)}: the rows and columns of its non-pad positions."""
-    keep = src_tokens.ne(pad_idx)
-    out = []
-    for row in range(src_tokens.size(0)):
-        idx = keep[row].nonzero().squeeze(-1)
-        out.append({layer: sel[row][:, idx][:, :, idx] for layer, sel in maps.items()})
-    return out
-
-
 def sentence_selections(model, sentences: Iterable[Tensor], pad_idx: int,
                         batch_size: int = 64, left_pad: bool = True) -> Iterator[Dict[int, Tensor]]:
-    """{layer: bool (h, n, n)} for each sentence (1-D tokens), in the given order."""
-    batch: List[Tensor] = []
-
-    def flush():
-        tokens, lengths = collate(batch, pad_idx, left_pad)
-        return unpad(batch_selection(model, tokens, lengths), tokens, pad_idx)
-
-    for sentence in sentences:
-        batch.append(sentence)
-        if len(batch) == batch_size:
-            yield from flush()
-            batch = []
-    if batch:
-        yield from flush()
+    """{layer: bool (h, n, n)} of each pair selector, for each sentence (1-D tokens), in the
+    given order, on CPU: :func:`~ssan_plugin.analysis.maps.sentence_maps` without attention
+    weights, token selectors left out."""
+    for maps in sentence_maps(model, sentences, pad_idx, batch_size, attention=False,
+                              left_pad=left_pad):
+        yield {layer: sel for layer, sel in maps.selection.items()
+               if layer not in maps.token_selection}
 
 
 def piece_word_index(pieces: Sequence[str], marker: str = WORD_START,
@@ -286,13 +217,8 @@ def plot_selection_heatmap(maps: Dict[int, Tensor], tokens: Sequence[str], path,
         sel = maps[layer]
         if sel.shape[-1] != n:
             raise ValueError(f"layer {layer}: {sel.shape[-1]} keys, {n} tokens")
-        image = ax.imshow(sel.float().mean(0).numpy(), vmin=0, vmax=1, cmap="viridis",
-                          interpolation="nearest")
+        image = heat_panel(ax, sel.float().mean(0), tokens, vmax=1.0, fontsize=6)
         ax.set_title(f"layer {layer}")
-        ax.set_xticks(range(n))
-        ax.set_yticks(range(n))
-        ax.set_xticklabels(tokens, rotation=90, fontsize=6)
-        ax.set_yticklabels(tokens, fontsize=6)
         ax.set_xlabel("key")
         ax.set_ylabel("query")
         if key_labels is not None:

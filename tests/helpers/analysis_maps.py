@@ -1,8 +1,7 @@
 """The maps of one batch as the analysis tools make them, with each layer's input to its
 attention, for tests that recompute a selection from that input."""
 
-from ssan_plugin.analysis.maps import batch_maps
-from ssan_plugin.analysis.selection import collate
+from ssan_plugin.analysis.maps import batch_maps, collate
 
 
 def maps_and_inputs(task, model, sents):

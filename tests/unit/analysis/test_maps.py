@@ -1,15 +1,17 @@
-"""ssan_plugin/analysis/maps.py: per-head selection and attention maps of real (untrained) SAN,
-SSAN and ReSA encoders equal what the model itself computes; word-level pooling; the PNG grid."""
+"""ssan_plugin/analysis/maps.py: batching and unpadding (either padding side); per-head selection
+and attention maps of real (untrained) SAN, SSAN and ReSA encoders equal what the model itself
+computes; word-level pooling; the heat-map panel and the PNG grid."""
 
 import pytest
 import torch
 from helpers.analysis_maps import maps_and_inputs
 from helpers.fairseq_setup import build
 
-from ssan_plugin.analysis.maps import (batch_maps, grid_size_inches,
-                                       layer_kinds, maps_json, plot_grid, recording_attention,
-                                       resa_pair_selection, sentence_maps, to_words)
-from ssan_plugin.analysis.selection import collate, run_encoder, selection_maps
+from ssan_plugin.analysis.maps import (batch_maps, collate, grid_size_inches, heat_panel,
+                                       layer_kinds, maps_json, padded_batches, plot_grid,
+                                       recording_attention, resa_pair_selection, run_encoder,
+                                       sentence_maps, sentence_positions, to_words, unpad)
+from ssan_plugin.analysis.selection import selection_maps
 
 CRITERION = ["--criterion", "label_smoothed_cross_entropy"]
 
@@ -45,6 +47,32 @@ def policy_selection(attn, x):
         return y.reshape(t, b, h, c // h).permute(1, 2, 0, 3)
 
     return (heads(q_p) @ heads(k_p).transpose(-1, -2) * attn.policy_scaling) > 0
+
+
+def test_collate_and_unpad_either_padding_side():
+    pad = 1
+    sents = [torch.tensor([5, 6, 2]), torch.tensor([7, 2])]
+    left, lengths = collate(sents, pad, left_pad=True)
+    assert left.tolist() == [[5, 6, 2], [1, 7, 2]] and lengths.tolist() == [3, 2]
+    right, _ = collate(sents, pad, left_pad=False)
+    assert right.tolist() == [[5, 6, 2], [7, 2, 1]]
+    assert [p.tolist() for p in sentence_positions(left, pad)] == [[0, 1, 2], [1, 2]]
+    assert [p.tolist() for p in sentence_positions(right, pad)] == [[0, 1, 2], [0, 1]]
+    for tokens in (left, right):
+        # selection: key s selected iff its token is even, whatever the query
+        sel = (tokens % 2 == 0)[:, None, None, :].expand(2, 1, 3, 3)
+        one, two = (unpad(sel[row], idx)
+                    for row, idx in enumerate(sentence_positions(tokens, pad)))
+        assert one.shape == (1, 3, 3) and two.shape == (1, 2, 2)
+        assert two[0, 0].tolist() == [False, True]  # keys 7, 2 (the pad column gone)
+
+
+def test_padded_batches_cut_a_stream_in_order():
+    stream = (torch.tensor([4] * n + [2]) for n in (1, 3, 2, 4, 1))  # read as it comes
+    batches = list(padded_batches(stream, 1, batch_size=2))
+    assert [tuple(t.shape) for t, _ in batches] == [(2, 4), (2, 5), (1, 2)]
+    assert [l.tolist() for _, l in batches] == [[2, 4], [3, 5], [2]]
+    assert batches[0][0].tolist() == [[1, 1, 4, 2], [4, 4, 4, 2]]  # left padded by default
 
 
 def test_layer_kinds(ssan, san):
@@ -209,6 +237,25 @@ def test_recording_attention_leaves_no_hooks(san):
         assert all(l.self_attn.skip_embed_dim_check for l in model.encoder.layers)
     assert rec == {}
     assert all(not l.self_attn._forward_pre_hooks for l in model.encoder.layers)
+
+
+def test_heat_panel_labels_both_axes():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    try:
+        image = heat_panel(ax, torch.eye(3), ["a", "b", "</s>"], vmax=2.0, fontsize=7)
+        for ticks in (ax.get_xticklabels(), ax.get_yticklabels()):
+            assert [t.get_text() for t in ticks] == ["a", "b", "</s>"]
+            assert ticks[0].get_fontsize() == 7
+        assert ax.get_xticklabels()[0].get_rotation() == 90
+        assert image.get_clim() == (0, 2.0)
+        assert image.get_array().tolist() == torch.eye(3).tolist()  # rows queries, columns keys
+    finally:
+        plt.close(fig)
 
 
 def test_plot_grid_is_a_readable_image_of_the_grid(tmp_path, ssan):

@@ -1,5 +1,6 @@
-"""ssan_plugin/analysis/selection.py: selection maps of a real SSAN, pads removed whatever the
-side, pieces back to words, rates by key label (hand-made cases), the heat map."""
+"""ssan_plugin/analysis/selection.py: selection maps of a real SSAN (one sentence alone equals
+it in a padded batch: maps.py's batching and unpadding), pieces back to words, rates by key label
+(hand-made cases; token selectors left out), the heat map."""
 
 import math
 
@@ -7,11 +8,11 @@ import pytest
 import torch
 from helpers.fairseq_setup import build
 
-from ssan_plugin.analysis.selection import (SelectionRates, batch_selection, collate,
-                                            piece_labels, piece_word_index,
-                                            plot_selection_heatmap, read_word_labels,
-                                            selection_maps, selective_modules,
-                                            sentence_selections, unpad, word_label_rates)
+from ssan_plugin.analysis.maps import selective_modules
+from ssan_plugin.analysis.selection import (SelectionRates, batch_selection, piece_labels,
+                                            piece_word_index, plot_selection_heatmap,
+                                            read_word_labels, selection_maps,
+                                            sentence_selections, word_label_rates)
 from ssan_plugin.modules.selection import SelectionReporter, SelectionStats
 
 W = "\u2581"
@@ -67,19 +68,6 @@ def test_selection_rates_query_mask():
     assert rates.rate("a") == 1.0 and rates.rate("b") == 1.0
 
 
-def test_unpad_left_and_right_padding():
-    pad = 1
-    tokens, lengths = collate([torch.tensor([5, 6, 2]), torch.tensor([7, 2])], pad, left_pad=True)
-    assert tokens.tolist() == [[5, 6, 2], [1, 7, 2]] and lengths.tolist() == [3, 2]
-    # selection: key s selected iff its token is even, whatever the query
-    sel = (tokens % 2 == 0)[:, None, None, :].expand(2, 1, 3, 3)
-    per_sentence = unpad({0: sel}, tokens, pad)
-    assert per_sentence[0][0].shape == (1, 3, 3) and per_sentence[1][0].shape == (1, 2, 2)
-    assert per_sentence[1][0][0, 0].tolist() == [False, True]  # keys 7, 2 (the pad column gone)
-    right, _ = collate([torch.tensor([5, 6, 2]), torch.tensor([7, 2])], pad, left_pad=False)
-    assert right.tolist() == [[5, 6, 2], [7, 2, 1]]
-
-
 # --- a stub selector: the whole chain from tokens to rates --------------------------------
 
 class _StubSelector(torch.nn.Module, SelectionReporter):
@@ -87,7 +75,8 @@ class _StubSelector(torch.nn.Module, SelectionReporter):
 
 
 class _StubEncoder(torch.nn.Module):
-    """Selects key s for every query iff its token id is even (layer 0) / always (layer 2)."""
+    """Selects key s for every query iff its token id is even (layer 0) / always (layer 2);
+    layer 1 is a token selector (every token a head and a dependent), which rates leave out."""
 
     padding_idx = 1
 
@@ -102,6 +91,7 @@ class _StubEncoder(torch.nn.Module):
         zero = torch.zeros(())
         records = []
         for layer, sel in ((0, (src_tokens % 2 == 0)[:, None, None, :].expand(bsz, 2, n, n)),
+                           (1, torch.ones(bsz, 2, n, dtype=torch.bool)),
                            (2, torch.ones(bsz, 2, n, n, dtype=torch.bool))):
             records.append(SelectionStats(zero, zero, zero, zero, zero, zero, zero, layer=layer,
                                           selection=sel if self.attn.keep_selection else None))
@@ -129,7 +119,8 @@ def test_word_label_rates_from_generator_labels_hand_made():
     assert rates.rate("content", 0) == pytest.approx((1 * 8 + 0 * 6) / (2 * 8 + 1 * 6))
     assert rates.rate("filler", 0) == pytest.approx((8 + 6) / (8 + 6))
     assert rates.rate("content", 2) == 1.0
-    assert rates.layers() == [0, 2]
+    assert rates.layers() == [0, 2]  # the token selector (layer 1) is left out
+    assert sorted(batch_selection(model, torch.tensor([[1, 4, 2]]))) == [0, 2]
     assert model.training and model.encoder.seen_training is False  # eval inside, restored
     assert not model.encoder.attn.keep_selection
     with pytest.raises(ValueError, match="2 sentences, 1 piece lists"):

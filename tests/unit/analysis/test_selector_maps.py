@@ -10,9 +10,9 @@ import torch
 from helpers.analysis_maps import maps_and_inputs
 from helpers.fairseq_setup import build
 
-from ssan_plugin.analysis.maps import (layer_kinds, maps_json, selective_layers, sentence_maps,
-                                       to_words)
-from ssan_plugin.analysis.selection import batch_selection, collate
+from ssan_plugin.analysis.maps import (collate, layer_kinds, maps_json, selective_layers,
+                                       sentence_maps, to_words)
+from ssan_plugin.analysis.selection import batch_selection
 from ssan_plugin.analysis.word_classes import WordClassStats
 
 CRITERION = ["--criterion", "label_smoothed_cross_entropy"]

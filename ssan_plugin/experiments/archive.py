@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
 from .train_log import write_curve
+from ..cli.steps import run_step
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -92,24 +93,33 @@ def write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def step_name(command: Sequence) -> str:
+    """A child's name in its error: the module of ``python -m MODULE``, the script of ``python
+    SCRIPT.py``, else the program (``fairseq-train``)."""
+    command = [str(c) for c in command]
+    if len(command) > 2 and command[1] == "-m":
+        return command[2]
+    if len(command) > 1 and command[1].endswith(".py"):
+        return Path(command[1]).name
+    return Path(command[0]).name
+
+
 def run_command(command: Sequence, log_path: Optional[Path] = None, dry_run: bool = False,
                 env: Optional[Dict[str, str]] = None) -> None:
-    """Run ``command`` from the project root, its output appended to ``log_path`` (or shown)."""
+    """Run ``command`` from the project root, its output appended to ``log_path``
+    (``cli.steps.run_step``; a failure is RunFailed ``NAME failed (exit N): LAST LINE; full log:
+    LOG``, NAME from :func:`step_name`) or shown."""
     log("$ " + shlex.join(map(str, command)))
     if dry_run:
         return
     env = {**os.environ, **(env or {})}
-    if log_path is None:
+    if log_path is None:  # on the terminal as it is (its own progress bars), nothing to log
         subprocess.run(list(map(str, command)), check=True, cwd=ROOT, env=env)
         return
-    with open(log_path, "a", encoding="utf-8") as f:  # appended: a resumed run keeps its history
-        f.write(f"\n# {time.strftime('%Y-%m-%d %H:%M:%S')} $ {shlex.join(map(str, command))}\n")
-        f.flush()
-        proc = subprocess.run(list(map(str, command)), cwd=ROOT, env=env, stdout=f,
-                              stderr=subprocess.STDOUT)
-    if proc.returncode != 0:
-        raise RunFailed(f"{Path(str(command[0])).name} failed (exit {proc.returncode}); "
-                        f"see {log_path}")
+    header = f"\n# {time.strftime('%Y-%m-%d %H:%M:%S')} $ {shlex.join(map(str, command))}\n"
+    # appended: a resumed run keeps its history
+    run_step(step_name(command), command, log_path, append=True, header=header, error=RunFailed,
+             cwd=ROOT, env=env)
 
 
 @contextmanager

@@ -56,16 +56,16 @@ import json
 import logging
 import os
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from .archive import locked, relativize_text
+from .archive import locked, relativize_text, step_name
 from .plan import ROOT, Pair, Plan, Run, Study
 from .train_log import parse_record, record_updates, training_summary, write_curve
 from ..cli.errors import PipelineError
+from ..cli.steps import run_step
 
 logger = logging.getLogger("ssan_plugin.experiments.runner")
 
@@ -169,28 +169,16 @@ class Runner:
 
     # ------------------------------------------------------------------ children
     def _child(self, cmd, log: Path, progress=None):
-        """Run one child with its output in ``log``; ``progress(line)`` sees each line."""
+        """Run one child from the project root (``cli.steps.run_step``), its output appended
+        to ``log`` after a ``$ COMMAND`` line; ``progress(line)`` sees each line. A failure is
+        StepError ``NAME failed (exit N): LAST LINE; full log: LOG`` (``archive.step_name``)."""
         cmd = [str(c) for c in cmd]
         if self.dry_run:  # creates nothing, not even the log's folder
             print("would run:", " ".join(cmd))
             return
-        log.parent.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ, OMP_NUM_THREADS=str(self.plan.threads), PYTHONUNBUFFERED="1")
-        with open(log, "a", encoding="utf-8") as f:
-            f.write(f"$ {' '.join(cmd)}\n")
-            f.flush()
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    text=True, bufsize=1, env=env, cwd=ROOT)
-            for line in proc.stdout:
-                f.write(line)
-                f.flush()  # the log is what users tail while a run trains
-                if progress is not None:
-                    progress(line)
-            code = proc.wait()
-        if code != 0:
-            tail = "\n".join(log.read_text(encoding="utf-8", errors="replace").splitlines()[-15:])
-            raise PipelineError(f"{cmd[0]} {cmd[1] if len(cmd) > 1 else ''} failed (exit "
-                                f"{code}); full log: {log}\n{tail}")
+        run_step(step_name(cmd), cmd, log, progress, append=True, header=f"$ {' '.join(cmd)}\n",
+                 env=env, cwd=ROOT)
 
     # ------------------------------------------------------------------ steps
     def prepare_raw(self, pair: Pair) -> Path:

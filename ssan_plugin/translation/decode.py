@@ -16,13 +16,13 @@ with their count.
 import logging
 import re
 import shlex
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional
 
+from ..cli.steps import run_step
 from .textio import PipelineError
 
 TOO_LONG = ("error", "truncate", "empty")
@@ -128,26 +128,29 @@ def parse_speed(text: str) -> Optional[float]:
     return float(m.group(4)) if m else None
 
 
-def run_with_progress(command, expected: int, desc: str):
-    """Run fairseq-generate, reading its output as it comes: a progress bar over the H- lines
-    (sentences decoded so far) on stderr. Returns (exit code, stdout, stderr)."""
-    import tempfile
-
+def run_with_progress(command, expected: int, desc: str, step: str = "fairseq-generate",
+                      log_path=None):
+    """Run fairseq-generate (``cli.steps.run_step``), reading its output as it comes: a
+    progress bar over the H- lines (sentences decoded so far) on stderr. Returns (stdout, log):
+    the log is stdout, then stderr after a line break, written to ``log_path`` (default: a temp
+    file, kept only on failure). A non-zero exit is StepError ``STEP failed (exit N): LAST
+    LINE; full log: PATH``."""
     from .pipeline import progress
 
-    with tempfile.TemporaryFile("w+", encoding="utf-8") as err:
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, text=True,
-                                bufsize=1)
-        out = []
-        bar = progress(range(expected), desc, unit=" sentences", min_total=200)
-        for line in proc.stdout:
-            out.append(line)
-            if line.startswith("H-"):
-                bar.update(1)
+    out = []
+    bar = progress(range(expected), desc, unit=" sentences", min_total=200)
+
+    def on_line(line):
+        out.append(line)
+        if line.startswith("H-"):
+            bar.update(1)
+
+    try:
+        # stderr apart: the H- lines are parsed from stdout, which a warning must not cut
+        log = run_step(step, command, log_path, on_line, stderr_apart=True)
+    finally:
         bar.close()
-        returncode = proc.wait()
-        err.seek(0)
-        return returncode, "".join(out), err.read()
+    return "".join(out), log
 
 
 def model_positions(state) -> tuple:
@@ -224,23 +227,9 @@ def decode(data, checkpoint, src, tgt, subset, expected: int, opts: GenerateOpti
             logger.warning("%s: skipped, empty hypothesis", message)
     logger.info("running: %s", shlex.join(command))
     started = time.time()
-    returncode, stdout, stderr = run_with_progress(command, expected,
-                                                   f"decode {Path(checkpoint).name}")
+    stdout, log = run_with_progress(command, expected, f"decode {Path(checkpoint).name}",
+                                    f"fairseq-generate with {checkpoint}", log_path)
     wall = time.time() - started
-    log = stdout + ("\n" + stderr if stderr else "")
-    if log_path is not None:
-        Path(log_path).write_text(log, encoding="utf-8")
-    if returncode != 0:
-        from ..cli.errors import StepError
-        from ..cli.steps import step_log_path
-
-        if log_path is None:
-            log_path = step_log_path("fairseq-generate")
-            Path(log_path).write_text(log, encoding="utf-8")
-        last = next((x.strip() for x in reversed(log.strip().splitlines()) if x.strip()),
-                    "no output")
-        raise StepError(f"fairseq-generate failed for {checkpoint} (exit {returncode}): "
-                        f"{last}; full log: {log_path}")
     pieces = parse_generate_output(stdout, expected, skipped)
     return Decoded(pieces=pieces, sent_per_s=parse_speed(log), wall_seconds=wall,
                    command=shlex.join(command), log=log)

@@ -47,8 +47,9 @@ def test_execute_archives_skips_and_resumes_evaluation(tmp_path):
 
 def test_failure_names_the_log_and_archives_nothing(tmp_path):
     out, archive = tmp_path / "out", tmp_path / "archive"
-    with pytest.raises(RunFailed, match=r"failed \(exit 3\); see .*evaluate.log"):
+    with pytest.raises(RunFailed, match=r"failed \(exit 3\): no output; full log: .*evaluate.log"):
         execute([make_run("x", fail=True)], out, archive, {})
+    assert "$ " in (out / "runs" / "x" / "evaluate.log").read_text()  # the command, appended
     assert not (archive / "x").exists()
     skipped = Run(name="y", train=None, evaluate=None, result=None, skip_reason="no checkpoint")
     assert execute([skipped], out, archive, {}) == 0

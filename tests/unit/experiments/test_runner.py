@@ -166,3 +166,35 @@ def test_own_data_must_equal_the_data_of_borrowed_runs(tmp_path):
     with pytest.raises(PipelineError, match=r"differs from .* in text/train.spm.src: the "
                                             r"borrowed runs were trained on other data"):
         runner.check_borrowed_data(plan.pairs["a"], mine)
+
+
+# ------------------------------------------------------------------ children
+def test_a_child_appends_to_its_log_and_fails_in_one_line(tmp_path):
+    """Runner._child (cli.steps.run_step): each child's output appended after a ``$ COMMAND``
+    line (a resumed training keeps the killed one's output), from the project root, each line
+    to ``progress``; a failure is one StepError line naming the module, its last line and the
+    log."""
+    import sys
+
+    from ssan_plugin.cli.errors import StepError
+    from ssan_plugin.experiments.archive import step_name
+    from ssan_plugin.experiments.runner import ROOT as CHILD_ROOT
+
+    runner = Runner(Plan.load(plan_file(tmp_path)), tmp_path / "out")
+    log = tmp_path / "out" / "run" / "train.log"
+    seen = []
+    runner._child([sys.executable, "-c", "import os; print(os.getcwd())"], log, seen.append)
+    assert seen == [f"{CHILD_ROOT}\n"]
+    with pytest.raises(StepError) as info:
+        runner._child([sys.executable, "-m", "no_such_module_of_ssan_plugin"], log)
+    message = str(info.value)
+    assert message.startswith("no_such_module_of_ssan_plugin failed (exit 1): ")
+    assert "No module named" in message and "\n" not in message
+    assert message.endswith(f"; full log: {log}")
+    sections = log.read_text().split("\n$ ")
+    assert len(sections) == 2 and sections[0] == f"$ {sys.executable} -c import os; " \
+                                                  f"print(os.getcwd())\n{CHILD_ROOT}"
+    assert sections[1].startswith(f"{sys.executable} -m no_such_module_of_ssan_plugin\n")
+    assert step_name(["/v/bin/python", "scripts/make_corpus.py", "--seed", "3"]) == \
+        "make_corpus.py"
+    assert step_name([Path("/v/bin/fairseq-train"), "data"]) == "fairseq-train"

@@ -378,6 +378,33 @@ def sd_ratio_interval(system_scores: Sequence[float], baseline_scores: Sequence[
     return r, r / float(np.sqrt(upper_q)), r / float(np.sqrt(lower_q))
 
 
+def seeds_to_place_sd_ratio(ratio: float, goal: float, level: float = 0.95, power: float = 0.8,
+                            most: int = 1000) -> Optional[int]:
+    """Fewest seeds a side (n each, n >= 2) for which :func:`sd_ratio_interval`'s ``level``
+    interval lies wholly on ``ratio``'s side of ``goal`` with probability ``power``, when the
+    true ratio of the spreads is ``ratio`` (normal seed scores): with d = n - 1 and F ~ F(d, d)
+    the ratio of the two sample variances over their true values, the interval clears the goal
+    from above when ratio² F > goal² F_q(d, d), q = 1 - (1 - level) / 2 (from below alike with
+    the lower quantile). None when ``ratio == goal`` or more than ``most`` seeds are needed."""
+    from scipy.stats import f
+
+    if ratio <= 0 or goal <= 0:
+        raise ValueError(f"ratio and goal must be positive, got {ratio} and {goal}")
+    if ratio == goal:
+        return None
+    tail = (1 - level) / 2
+    shift = (goal / ratio) ** 2
+    for n in range(2, most + 1):
+        d = n - 1
+        if ratio > goal:
+            chance = f.sf(f.ppf(1 - tail, d, d) * shift, d, d)
+        else:
+            chance = f.cdf(f.ppf(tail, d, d) * shift, d, d)
+        if chance >= power:
+            return n
+    return None
+
+
 def holm(p_values: Sequence[float]) -> List[float]:
     """Holm's step-down adjusted p-values, in the input order (family-wise error at alpha when
     an adjusted p < alpha is called significant)."""

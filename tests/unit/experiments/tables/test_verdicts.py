@@ -65,6 +65,8 @@ def test_spread_against_goal_reads_the_whole_interval():
 
 
 def test_spread_ratio_table_cells():
+    from ssan_plugin.stats.significance import seeds_to_place_sd_ratio
+
     base, system = [32.01, 32.12, 32.53, 32.70, 32.60, 31.69], [31.93, 33.04, 33.70, 32.33,
                                                                   33.06, 32.00]
     rows = [Comparison("t", "pre-norm En-De", "ssan_cap0", "baseline", base, system,
@@ -74,7 +76,9 @@ def test_spread_ratio_table_cells():
     f = 7.146  # F(5, 5) upper 2.5 % point, from printed tables
     assert line == (f"| pre-norm En-De | ssan_cap0 | 6 / 6 | {np.std(base, ddof=1):.2f} | "
                     f"{np.std(system, ddof=1):.2f} | {ratio:.2f} [{ratio / f ** 0.5:.2f}, "
-                    f"{ratio * f ** 0.5:.2f}] | cannot tell at these seeds |")
+                    f"{ratio * f ** 0.5:.2f}] | cannot tell at these seeds | "
+                    f"{seeds_to_place_sd_ratio(ratio, 1.5)} |")
+    assert spread_ratio_table(rows, most=5).splitlines()[2].endswith("| > 5 |")
 
 
 def test_seed_comparison_pairs_by_seed_and_shows_the_scores_of_the_seeds_compared():

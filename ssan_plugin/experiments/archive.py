@@ -108,13 +108,16 @@ def run_command(command: Sequence, log_path: Optional[Path] = None, dry_run: boo
                 env: Optional[Dict[str, str]] = None) -> None:
     """Run ``command`` from the project root, its output appended to ``log_path``
     (``cli.steps.run_step``; a failure is RunFailed ``NAME failed (exit N): LAST LINE; full log:
-    LOG``, NAME from :func:`step_name`) or shown."""
+    LOG``, NAME from :func:`step_name`) or shown on the terminal (a failure: RunFailed ``NAME
+    failed (exit N): its output is above``)."""
     log("$ " + shlex.join(map(str, command)))
     if dry_run:
         return
     env = {**os.environ, **(env or {})}
     if log_path is None:  # on the terminal as it is (its own progress bars), nothing to log
-        subprocess.run(list(map(str, command)), check=True, cwd=ROOT, env=env)
+        code = subprocess.run(list(map(str, command)), cwd=ROOT, env=env).returncode
+        if code != 0:
+            raise RunFailed(f"{step_name(command)} failed (exit {code}): its output is above")
         return
     header = f"\n# {time.strftime('%Y-%m-%d %H:%M:%S')} $ {shlex.join(map(str, command))}\n"
     # appended: a resumed run keeps its history

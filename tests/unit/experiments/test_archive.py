@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from ssan_plugin.experiments.archive import Run, RunFailed, execute, locked
+from ssan_plugin.experiments.archive import Run, RunFailed, execute, locked, run_command
 
 TRAIN = ("import sys, pathlib; d = pathlib.Path(sys.argv[1]); d.joinpath('trained').write_text('x'); "
          "print('2026 | INFO | valid | {\"valid_loss\": \"1.5\", \"valid_num_updates\": \"10\"}')")
@@ -53,6 +53,15 @@ def test_failure_names_the_log_and_archives_nothing(tmp_path):
     assert not (archive / "x").exists()
     skipped = Run(name="y", train=None, evaluate=None, result=None, skip_reason="no checkpoint")
     assert execute([skipped], out, archive, {}) == 0
+
+
+def test_a_command_without_a_log_fails_in_one_line(capfd):
+    """Shown on the terminal, not logged: a failure is still RunFailed naming the command (the
+    module of ``python -m``), never a CalledProcessError traceback."""
+    run_command([sys.executable, "-c", "print('shown')"])
+    assert "shown" in capfd.readouterr().out
+    with pytest.raises(RunFailed, match=r"^json\.tool failed \(exit 2\): its output is above$"):
+        run_command([sys.executable, "-m", "json.tool", "--no-such-option"])  # argparse: exit 2
 
 
 def test_one_runner_per_output_directory(tmp_path):

@@ -29,12 +29,13 @@ The JSON names its input files relative to the project root, as the committed ar
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from tqdm import tqdm
 
 from ssan_plugin.cli.arguments import ArgumentParser, float_arg, positive_int, script_main
-from ssan_plugin.stats.calibration import (SCENARIOS, null_rejection_rate, seed_level_null_rates,
-                                           simulated_null_rates)
+from ssan_plugin.stats.calibration import (SCENARIOS, SIMULATED_SENTENCES, null_rejection_rate,
+                                           seed_level_null_rates, simulated_null_rates)
 from ssan_plugin.stats.significance import sacrebleu_score_fn, sacrebleu_stats
 from ssan_plugin.translation.textio import PipelineError, read_lines
 
@@ -124,7 +125,7 @@ def simulate(args) -> int:
     """--simulate: every (scenario, seeds per group) cell on its own deterministic nulls."""
     cells = [(scenario, n) for scenario in SCENARIOS for n in args.seeds]
     result = {"simulated": True, "nulls": args.nulls, "samples": args.samples,
-              "alpha": args.alpha, "n_sentences": 150, "cells": []}
+              "alpha": args.alpha, "n_sentences": SIMULATED_SENTENCES, "cells": []}
     for scenario, n in tqdm(cells, desc="calibration", unit=" cells"):
         rates = simulated_null_rates(n, scenario, args.nulls, args.samples,
                                      result["n_sentences"], args.alpha, seed=n)
@@ -138,8 +139,6 @@ def simulate(args) -> int:
 
 def archive_path(path) -> str:
     """``path`` as the committed archives name it: relative to the project root."""
-    from pathlib import Path
-
     from ssan_plugin.experiments.archive import relativize_text
 
     return relativize_text(str(Path(path).resolve()))

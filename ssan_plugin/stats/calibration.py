@@ -35,6 +35,10 @@ SCENARIOS: Dict[str, Dict[str, float]] = {
 }
 
 
+#: test sentences of each simulated null (``hierarchical_null``, ``simulated_null_rates``)
+SIMULATED_SENTENCES = 150
+
+
 def mean_score(sums: np.ndarray) -> float:
     """Score of statistics (value, 1) per sentence: 100 x the mean value (an accuracy)."""
     return float(100 * sums[0] / sums[1])
@@ -45,9 +49,9 @@ def stats_of(values) -> np.ndarray:
     return np.stack([np.asarray(values, float), np.ones(len(values))], axis=1)
 
 
-def hierarchical_null(rng: np.random.Generator, n_seeds: int, n_sentences: int = 150,
-                      seed_sd: float = 0.06, shared_sd: float = 0.03,
-                      interaction_sd: float = 0.15) -> Tuple[List[np.ndarray], List[np.ndarray]]:
+def hierarchical_null(rng: np.random.Generator, n_seeds: int,
+                      n_sentences: int = SIMULATED_SENTENCES, seed_sd: float = 0.06,
+                      shared_sd: float = 0.03, interaction_sd: float = 0.15) -> Tuple[List[np.ndarray], List[np.ndarray]]:
     """One null comparison, everything random: a fresh test set (per-sentence difficulty, and
     per sentence how much easier it is for the system than for the baseline, mean 0 over
     sentences) and, per seed, a training effect shared by both systems of that seed plus each
@@ -65,8 +69,8 @@ def hierarchical_null(rng: np.random.Generator, n_seeds: int, n_sentences: int =
 
 
 def simulated_null_rates(n_seeds: int, scenario: str = "seeds dominate", n_nulls: int = 400,
-                         n_samples: int = 200, n_sentences: int = 150, alpha: float = 0.05,
-                         seed: int = 0) -> Dict[str, float]:
+                         n_samples: int = 200, n_sentences: int = SIMULATED_SENTENCES,
+                         alpha: float = 0.05, seed: int = 0) -> Dict[str, float]:
     """Share of ``n_nulls`` simulated null comparisons (``hierarchical_null`` with the spreads
     of ``SCENARIOS[scenario]``, ``n_seeds`` paired seeds a side) with p < ``alpha`` for:
     ``seed_level`` (``seed_level_test``), ``pooled_sentences`` (the pooled paired bootstrap,

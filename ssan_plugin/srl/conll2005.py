@@ -13,12 +13,10 @@ them in different folders, e.g. ``test.wsj/words/test.wsj.words.gz``).
 """
 
 import os
-from typing import Iterator, List, Tuple
+from typing import List, Tuple
 
-from .corpus import CoNLLFormatError, Proposition, Sentence, check_column
-from .io import open_text
-
-Block = Tuple[List[List[str]], List[int]]  # rows of fields, their 1-based line numbers
+from .corpus import CoNLLFormatError, Sentence, match_propositions
+from .io import sentence_blocks
 
 
 def resolve_conll2005(spec: str) -> Tuple[str, str]:
@@ -43,33 +41,11 @@ def resolve_conll2005(spec: str) -> Tuple[str, str]:
     return words, props
 
 
-def _blocks(path: str) -> Iterator[Block]:
-    rows: List[List[str]] = []
-    lines: List[int] = []
-    with open_text(path) as f:
-        for lineno, line in enumerate(f, 1):
-            fields = line.split()
-            if not fields:
-                if rows:
-                    yield rows, lines
-                    rows, lines = [], []
-                continue
-            if rows and len(fields) != len(rows[0]):
-                raise CoNLLFormatError(
-                    path, lineno, f"{len(fields)} columns, but the sentence starting at line "
-                    f"{lines[0]} has {len(rows[0])}",
-                )
-            rows.append(fields)
-            lines.append(lineno)
-    if rows:
-        yield rows, lines
-
-
 def read_conll2005(words_path: str, props_path: str) -> List[Sentence]:
     """All sentences of a words/props file pair, one :class:`Proposition` per predicate."""
     sentences: List[Sentence] = []
-    word_blocks = _blocks(words_path)
-    for index, (prows, plines) in enumerate(_blocks(props_path)):
+    word_blocks = sentence_blocks(words_path)
+    for index, (prows, plines) in enumerate(sentence_blocks(props_path)):
         block = next(word_blocks, None)
         if block is None:
             raise CoNLLFormatError(
@@ -93,23 +69,9 @@ def read_conll2005(words_path: str, props_path: str) -> List[Sentence]:
 
 
 def _sentence(path: str, words: List[str], rows: List[List[str]], lines: List[int]) -> Sentence:
-    n_columns = len(rows[0]) - 1
     predicates = [i for i, row in enumerate(rows) if row[0] != "-"]
-    if len(predicates) > n_columns:
-        extra = predicates[n_columns]
-        raise CoNLLFormatError(
-            path, lines[extra], f"predicate {rows[extra][0]!r} has no argument column: the "
-            f"sentence has {len(predicates)} predicates but {n_columns} argument columns",
-        )
-    if len(predicates) < n_columns:
-        raise CoNLLFormatError(
-            path, lines[0], f"argument column {len(predicates) + 1} has no predicate: the "
-            f"sentence has {n_columns} argument columns but {len(predicates)} predicates "
-            "in its target column",
-        )
-    props = []
-    for k, position in enumerate(predicates):
-        tags = tuple(row[1 + k] for row in rows)
-        check_column(tags, position, lines, path, k + 1)
-        props.append(Proposition(position, rows[position][0], tags))
-    return Sentence(tuple(words), tuple(props), path, lines[0])
+    columns = list(zip(*rows))[1:]
+    props = match_propositions(
+        path, lines, predicates, columns, [rows[i][0] for i in predicates],
+        describe=lambda i: repr(rows[i][0]), marked_by="predicates in its target column")
+    return Sentence(tuple(words), props, path, lines[0])

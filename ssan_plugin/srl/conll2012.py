@@ -13,10 +13,10 @@ row lies inside the column's ``(V*)`` phrase -- usually at its start; a multi-wo
 the same way (EWT has them), so they become instances too.
 """
 
-from typing import List, Tuple
+from typing import List
 
-from .corpus import CoNLLFormatError, Proposition, Sentence, check_column
-from .io import open_text
+from .corpus import Sentence, match_propositions
+from .io import Block, sentence_blocks
 
 FIXED_COLUMNS = 11  # before the argument columns
 MIN_COLUMNS = FIXED_COLUMNS + 1  # + coreference
@@ -28,61 +28,21 @@ def read_conll2012(path: str) -> List[Sentence]:
     return [_sentence(path, rows, lines) for rows, lines in read_conll2012_rows(path)]
 
 
-def read_conll2012_rows(path: str) -> List[Tuple[List[List[str]], List[int]]]:
+def read_conll2012_rows(path: str) -> List[Block]:
     """The sentences of a ``*_conll`` file as raw rows: per sentence (rows, 1-based line numbers),
     each row its whitespace-separated columns (at least ``MIN_COLUMNS``, the same number in
     every row of a sentence). Other columns than words and propositions (POS tag 4, parse bit 5)
     are read from here."""
-    blocks: List[Tuple[List[List[str]], List[int]]] = []
-    rows: List[List[str]] = []
-    lines: List[int] = []
-    with open_text(path) as f:
-        for lineno, line in enumerate(f, 1):
-            fields = [] if line.startswith("#") else line.split()
-            if not fields:
-                if rows:
-                    blocks.append((rows, lines))
-                    rows, lines = [], []
-                continue
-            if len(fields) < MIN_COLUMNS:
-                raise CoNLLFormatError(
-                    path, lineno, f"expected at least {MIN_COLUMNS} columns "
-                    f"(CoNLL-2012 layout), found {len(fields)}",
-                )
-            if rows and len(fields) != len(rows[0]):
-                raise CoNLLFormatError(
-                    path, lineno, f"{len(fields)} columns, but the sentence starting at line "
-                    f"{lines[0]} has {len(rows[0])}",
-                )
-            rows.append(fields)
-            lines.append(lineno)
-    if rows:
-        blocks.append((rows, lines))
-    return blocks
+    return list(sentence_blocks(path, comments=True, min_columns=MIN_COLUMNS, layout="CoNLL-2012"))
 
 
 def _sentence(path: str, rows: List[List[str]], lines: List[int]) -> Sentence:
-    n_columns = len(rows[0]) - MIN_COLUMNS
     predicates = [i for i, row in enumerate(rows) if row[FRAMESET] != "-"]
-    if len(predicates) > n_columns:
-        extra = predicates[n_columns]
-        raise CoNLLFormatError(
-            path, lines[extra], f"predicate {rows[extra][LEMMA]!r} (frameset "
-            f"{rows[extra][FRAMESET]!r}) has no argument column: the sentence has "
-            f"{len(predicates)} predicates but {n_columns} argument columns",
-        )
-    if len(predicates) < n_columns:
-        raise CoNLLFormatError(
-            path, lines[0], f"argument column {len(predicates) + 1} has no predicate: the "
-            f"sentence has {n_columns} argument columns but {len(predicates)} rows with a "
-            "frameset id (column 8)",
-        )
-    props = []
-    for k, position in enumerate(predicates):
-        tags = tuple(row[FIXED_COLUMNS + k] for row in rows)
-        check_column(tags, position, lines, path, k + 1)
-        lemma = rows[position][LEMMA]
-        if lemma == "-":  # never '-': that would mean "no predicate" in a props file
-            lemma = rows[position][FRAMESET]
-        props.append(Proposition(position, lemma, tags))
-    return Sentence(tuple(row[WORD] for row in rows), tuple(props), path, lines[0])
+    columns = list(zip(*rows))[FIXED_COLUMNS:-1]
+    # the lemma is never '-' (that would mean "no predicate" in a props file): the frameset then
+    lemmas = [rows[i][LEMMA] if rows[i][LEMMA] != "-" else rows[i][FRAMESET] for i in predicates]
+    props = match_propositions(
+        path, lines, predicates, columns, lemmas,
+        describe=lambda i: f"{rows[i][LEMMA]!r} (frameset {rows[i][FRAMESET]!r})",
+        marked_by="rows with a frameset id (column 8)")
+    return Sentence(tuple(row[WORD] for row in rows), props, path, lines[0])

@@ -7,7 +7,7 @@ Training turns every proposition into one instance (words, predicate position, B
 """
 
 from dataclasses import dataclass
-from typing import List, Sequence, Tuple
+from typing import Callable, List, Sequence, Tuple
 
 from ..cli.errors import InputError
 from .brackets import BracketError, Phrase, brackets_to_bio, parse_brackets
@@ -77,3 +77,34 @@ def check_column(
             f"{column} (V at line {lines[verbs[0].start]})",
         )
     return phrases
+
+
+def match_propositions(path: str, lines: Sequence[int], predicates: Sequence[int],
+                       columns: Sequence[Sequence[str]], lemmas: Sequence[str],
+                       describe: Callable[[int], str], marked_by: str) -> Tuple[Proposition, ...]:
+    """One Proposition per predicate of a sentence, pairing the k-th argument column with the
+    k-th predicate row, as both CoNLL layouts do.
+
+    ``predicates``: the 0-based rows of the predicates, in order; ``columns``: the argument
+    columns (each one tag per word); ``lemmas[k]``: predicate k's lemma; ``lines[i]``: the file
+    line of word i. A predicate without a column or a column without a predicate is a
+    CoNLLFormatError: ``describe(row)`` names the predicate on that row, ``marked_by`` says what
+    marks the predicates in this layout. Each column is checked by :func:`check_column`.
+    """
+    if len(predicates) > len(columns):
+        extra = predicates[len(columns)]
+        raise CoNLLFormatError(
+            path, lines[extra], f"predicate {describe(extra)} has no argument column: the "
+            f"sentence has {len(predicates)} predicates but {len(columns)} argument columns",
+        )
+    if len(predicates) < len(columns):
+        raise CoNLLFormatError(
+            path, lines[0], f"argument column {len(predicates) + 1} has no predicate: the "
+            f"sentence has {len(columns)} argument columns but {len(predicates)} {marked_by}",
+        )
+    props = []
+    for k, (position, tags) in enumerate(zip(predicates, columns)):
+        tags = tuple(tags)
+        check_column(tags, position, lines, path, k + 1)
+        props.append(Proposition(position, lemmas[k], tags))
+    return tuple(props)

@@ -8,7 +8,7 @@ without predicates has only the target column.
 
 from typing import Iterable, List, Sequence, Tuple
 
-from .io import open_text
+from .io import open_text, sentence_blocks
 
 # (target column, argument columns): each column has one entry per word
 PropsSentence = Tuple[List[str], List[List[str]]]
@@ -45,29 +45,7 @@ def read_props(path: str) -> List[PropsSentence]:
     blank first line) ends the file for srl-eval.pl, and here too. Rows of one sentence must
     have the same number of columns (srl-eval.pl would silently misalign them: an error here).
     """
-    sentences: List[PropsSentence] = []
-    rows: List[List[str]] = []
-    first = 0
-    with open_text(path) as f:
-        for lineno, line in enumerate(f, 1):
-            fields = line.split()
-            if not fields:
-                if not rows:
-                    return sentences
-                sentences.append(_columns(rows))
-                rows = []
-                continue
-            if not rows:
-                first = lineno
-            elif len(fields) != len(rows[0]):
-                raise ValueError(
-                    f"{path}:{lineno}: {len(fields)} columns, but the sentence starting at line "
-                    f"{first} has {len(rows[0])}"
-                )
-            rows.append(fields)
-    if rows:
-        sentences.append(_columns(rows))
-    return sentences
+    return [_columns(rows) for rows, _ in sentence_blocks(path, end_at_empty=True)]
 
 
 def _columns(rows: List[List[str]]) -> PropsSentence:

@@ -20,7 +20,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .significance import (DEFAULT_SEED, ScoreFn, _check_same_sentences, as_stats,
+from .significance import (DEFAULT_SEED, ScoreFn, as_stats, check_same_sentences,
                            paired_bootstrap, paired_randomization, seed_level_test)
 
 #: name -> hierarchical_null's spreads (probability units): ``seed_sd`` each system's own
@@ -108,7 +108,7 @@ def null_rejection_rate(stats_a, stats_b, score: ScoreFn, test: str = "bootstrap
     if test not in ("bootstrap", "randomization"):
         raise ValueError(f"test must be 'bootstrap' or 'randomization', got {test!r}")
     a, b = as_stats(stats_a), as_stats(stats_b)
-    _check_same_sentences([a, b])
+    check_same_sentences([a, b])
     rng = np.random.default_rng(seed)
     rejected = 0
     for k in range(n_nulls):
@@ -130,7 +130,7 @@ def seed_level_null_rates(seeds_stats: Sequence, score: ScoreFn, group_size: Opt
     groups come from the same system. Returns the share of nulls with p < ``alpha`` for the
     seed-level test and for the pooled sentence-level bootstrap."""
     runs = [as_stats(s) for s in seeds_stats]
-    _check_same_sentences(runs)
+    check_same_sentences(runs)
     k = len(runs)
     n = group_size or k // 2
     if n < 2 or 2 * n > k:

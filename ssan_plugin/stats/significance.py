@@ -90,7 +90,9 @@ def as_stats(stats) -> np.ndarray:
     return array
 
 
-def _check_same_sentences(arrays: Sequence[np.ndarray]):
+def check_same_sentences(arrays: Sequence[np.ndarray]):
+    """Raise ValueError unless every (N, k) array has one shape and N > 0: the statistics of
+    one test set, paired sentence by sentence."""
     shapes = {a.shape for a in arrays}
     if len(shapes) != 1:
         raise ValueError(f"paired test on different sentence sets: statistics shapes {sorted(shapes)}")
@@ -135,7 +137,7 @@ def paired_bootstrap(baseline: Sequence, system: Sequence, score: ScoreFn,
         raise ValueError(f"n_samples must be >= 1, got {n_samples}")
     base = _seeds(baseline)
     sys_ = _seeds(system)
-    _check_same_sentences(base + sys_)
+    check_same_sentences(base + sys_)
     observed_base = float(np.mean([score(a.sum(0)) for a in base]))
     observed_sys = float(np.mean([score(a.sum(0)) for a in sys_]))
     delta = observed_sys - observed_base
@@ -161,7 +163,7 @@ def paired_randomization(baseline, system, score: ScoreFn,
     if n_trials < 1:
         raise ValueError(f"n_trials must be >= 1, got {n_trials}")
     base, sys_ = as_stats(baseline), as_stats(system)
-    _check_same_sentences([base, sys_])
+    check_same_sentences([base, sys_])
     base_sum, sys_sum = base.sum(0), sys_.sum(0)
     observed_base, observed_sys = float(score(base_sum)), float(score(sys_sum))
     delta = observed_sys - observed_base
@@ -296,7 +298,7 @@ def seed_level_test(baseline: Sequence[np.ndarray], system: Sequence[np.ndarray]
                          f"{len(base)} (baseline) and {len(sys_)} (system)")
     if n_samples < 2:
         raise ValueError(f"n_samples must be >= 2, got {n_samples}")
-    _check_same_sentences(base + sys_)
+    check_same_sentences(base + sys_)
     paired = set(sys_seeds) <= set(base_seeds)
     if paired:  # the baseline's seeds the system has, in the system's order
         index = {s: i for i, s in enumerate(base_seeds)}

@@ -6,11 +6,14 @@ Installed as console scripts named ``ssan-`` + the module name with dashes (``ev
 runs the same code without the installed scripts (the runners use that form). A command imports
 fairseq and torch only on the paths that need them, so scoring text files starts in about a
 second; a command that loads a checkpoint calls ``ssan_plugin.register()`` first. A command
-names itself, in its usage line and messages, as it was started (:func:`program_name`).
+names itself, in its usage line and messages, as it was started (:func:`program_name`), through
+its module-level ``prog = command_prog(__file__)``.
 """
 
+import functools
 import os
 import sys
+from typing import Callable
 
 PACKAGE = __name__
 
@@ -35,3 +38,9 @@ def program_name(command_file: str) -> str:
     stem = os.path.splitext(os.path.basename(command_file))[0]
     started = os.path.basename(sys.argv[0]) if sys.argv else ""
     return started if started in (console_name(stem), f"{stem}.py") else f"{stem}.py"
+
+
+def command_prog(command_file: str) -> Callable[[], str]:
+    """A command module's ``prog``: called, :func:`program_name` of ``command_file``, looked up
+    at each call (the same module runs as a console script, with ``python -m`` or in-process)."""
+    return functools.partial(program_name, command_file)

@@ -47,12 +47,10 @@ from ssan_plugin.cli.arguments import (
     setup_logging,
 )
 from ssan_plugin.cli.files import Input, guard_outputs, output_dir, output_file
-from ssan_plugin.commands import program_name
+from ssan_plugin.commands import command_prog
 
 
-def prog() -> str:
-    """This command's name, as it was started (ssan_plugin.commands.program_name)."""
-    return program_name(__file__)
+prog = command_prog(__file__)  # this command's name, as it was started
 
 
 class _AppendSystem(argparse.Action):

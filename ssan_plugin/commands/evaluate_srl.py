@@ -44,15 +44,13 @@ from ssan_plugin.cli.arguments import (
     script_main,
 )
 from ssan_plugin.cli.files import Input, guard_outputs, output_file
-from ssan_plugin.commands import program_name
+from ssan_plugin.commands import command_prog
 
 CHECKPOINT_ONLY = ("data", "subset", "batch_size", "cpu")
 COMPARE_ONLY = ("bootstrap_samples", "seed")
 
 
-def prog() -> str:
-    """This command's name, as it was started (ssan_plugin.commands.program_name)."""
-    return program_name(__file__)
+prog = command_prog(__file__)  # this command's name, as it was started
 
 
 def _option(dest):

@@ -8,12 +8,10 @@ import sys
 from ssan_plugin.analysis.inputs import add_model_args
 from ssan_plugin.cli.arguments import ArgumentParser, add_overwrite, script_main
 from ssan_plugin.cli.files import Input, guard_outputs, output_file
-from ssan_plugin.commands import program_name
+from ssan_plugin.commands import command_prog
 
 
-def prog() -> str:
-    """This command's name, as it was started (ssan_plugin.commands.program_name)."""
-    return program_name(__file__)
+prog = command_prog(__file__)  # this command's name, as it was started
 
 
 @script_main(prog=prog)

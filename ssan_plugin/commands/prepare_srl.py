@@ -24,13 +24,11 @@ import sys
 
 from ssan_plugin.cli.arguments import ArgumentParser, positive_int, script_main
 from ssan_plugin.cli.files import Input, guard_outputs, output_dir
-from ssan_plugin.commands import program_name
+from ssan_plugin.commands import command_prog
 from ssan_plugin.srl.binarize import FORMATS, own_files, prepare
 
 
-def prog() -> str:
-    """This command's name, as it was started (ssan_plugin.commands.program_name)."""
-    return program_name(__file__)
+prog = command_prog(__file__)  # this command's name, as it was started
 
 
 def input_files(fmt: str, spec: str):

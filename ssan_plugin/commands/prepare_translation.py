@@ -24,7 +24,7 @@ from ssan_plugin.cli.arguments import (
     setup_logging,
 )
 from ssan_plugin.cli.files import Input, guard_outputs, output_dir
-from ssan_plugin.commands import program_name
+from ssan_plugin.commands import command_prog
 from ssan_plugin.translation.prepare import (
     DEFAULT_MAX_POSITIONS,
     PrepareConfig,
@@ -34,9 +34,7 @@ from ssan_plugin.translation.prepare import (
 )
 
 
-def prog() -> str:
-    """This command's name, as it was started (ssan_plugin.commands.program_name)."""
-    return program_name(__file__)
+prog = command_prog(__file__)  # this command's name, as it was started
 
 
 def parse_args(argv=None):

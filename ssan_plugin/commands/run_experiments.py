@@ -18,14 +18,12 @@ import sys
 
 from ssan_plugin.cli.arguments import ArgumentParser, input_file_arg, positive_int, script_main
 from ssan_plugin.cli.files import Input, guard_outputs, output_dir
-from ssan_plugin.commands import program_name
+from ssan_plugin.commands import command_prog
 from ssan_plugin.experiments.plan import Plan
 from ssan_plugin.experiments.runner import Runner
 
 
-def prog() -> str:
-    """This command's name, as it was started (ssan_plugin.commands.program_name)."""
-    return program_name(__file__)
+prog = command_prog(__file__)  # this command's name, as it was started
 
 
 #: what the runner writes at the top of OUT, besides one folder per study

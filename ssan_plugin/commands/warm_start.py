@@ -24,12 +24,10 @@ from ssan_plugin.cli.arguments import (
 from ssan_plugin.cli.errors import InputError
 from ssan_plugin.cli.files import Input, guard_outputs, output_file
 from ssan_plugin.cli.checkpoints import load_checkpoint
-from ssan_plugin.commands import program_name
+from ssan_plugin.commands import command_prog
 
 
-def prog() -> str:
-    """This command's name, as it was started (ssan_plugin.commands.program_name)."""
-    return program_name(__file__)
+prog = command_prog(__file__)  # this command's name, as it was started
 
 
 @script_main(prog=prog)

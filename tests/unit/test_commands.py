@@ -96,6 +96,18 @@ def test_installed_command_names_itself_as_started(monkeypatch):
         assert program_name(str(command)) == name
 
 
+def test_every_command_prog_names_its_own_module(monkeypatch):
+    """Each command's module-level ``prog`` (commands.command_prog) is asked at call time and
+    names that command: no command took another's file, none froze the name at import."""
+    assert len(COMMANDS) == 16
+    for stem in COMMANDS:
+        module = importlib.import_module(f"ssan_plugin.commands.{stem}")
+        monkeypatch.setattr(sys, "argv", ["pytest"])
+        assert module.prog() == f"{stem}.py"
+        monkeypatch.setattr(sys, "argv", [f"/some/bin/{console_name(stem)}"])
+        assert module.prog() == console_name(stem)
+
+
 def test_plugin_registers_when_fairseq_is_imported_after_it():
     code = """
 import json, sys

@@ -93,7 +93,10 @@ def _log_handlers_on_open_streams():
                 handler.stream = sys.stderr  # (setStream would flush the closed one)
 
 
-LOG_RECORD = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(,\d+)? \| (DEBUG|INFO|WARNING) \| ")
+#: a log record in any format a command run in-process may leave on the root logger: fairseq's
+#: (``2026-01-01 12:00:00 | INFO | name | ...``), ssan-warm-start's (``INFO | ...``) or
+#: logging's default (``INFO:name:...``, after a bare ``logging.basicConfig()``)
+LOG_RECORD = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(,\d+)? \| )?(DEBUG|INFO|WARNING)( \| |:[\w.]+:)")
 
 
 def message_lines(stderr: str):

@@ -83,7 +83,7 @@ def test_show_selection(setup, tmp_path, capsys):
     capsys.readouterr()
     assert SHOW.main([*model(setup), "--sentence", long, "--out", str(out), "--overwrite"]) == 2
     err = message_lines(capsys.readouterr().err)
-    assert len(err) == 1 and "more than the model's 512 source positions" in err[0]
+    assert len(err) == 1 and "more than the model's 512 source positions" in err[0], err
     empty = tmp_path / "empty.txt"
     empty.write_text("")
     assert SHOW.main([*model(setup), "--input", str(empty), "--out", str(out), "--overwrite"]) == 2

@@ -51,7 +51,8 @@ def stats_of(values) -> np.ndarray:
 
 def hierarchical_null(rng: np.random.Generator, n_seeds: int,
                       n_sentences: int = SIMULATED_SENTENCES, seed_sd: float = 0.06,
-                      shared_sd: float = 0.03, interaction_sd: float = 0.15) -> Tuple[List[np.ndarray], List[np.ndarray]]:
+                      shared_sd: float = 0.03, interaction_sd: float = 0.15,
+                      ) -> Tuple[List[np.ndarray], List[np.ndarray]]:
     """One null comparison, everything random: a fresh test set (per-sentence difficulty, and
     per sentence how much easier it is for the system than for the baseline, mean 0 over
     sentences) and, per seed, a training effect shared by both systems of that seed plus each

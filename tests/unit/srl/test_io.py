@@ -44,7 +44,8 @@ def test_sentence_blocks_rows_and_lines(tmp_path):
     path = tmp_path / "a.conll"
     path.write_text("\n\na 1\nb 2\n\n\n# c 3\nd 4\n#x\ne 5\n")
     # blank lines in a row are one break; '#' lines are words unless comments=True
-    with pytest.raises(CoNLLFormatError, match=r"a.conll:8: 2 columns, but the sentence starting at line 7 has 3"):
+    with pytest.raises(CoNLLFormatError,
+                       match=r"a.conll:8: 2 columns, but the sentence starting at line 7 has 3"):
         list(sentence_blocks(str(path)))
     assert list(sentence_blocks(str(path), comments=True)) == [
         ([["a", "1"], ["b", "2"]], [3, 4]), ([["d", "4"]], [8]), ([["e", "5"]], [10])]
@@ -59,5 +60,6 @@ def test_sentence_blocks_rows_and_lines(tmp_path):
 def test_sentence_blocks_min_columns(tmp_path):
     path = tmp_path / "b.conll"
     path.write_text("a 1 x\nb 2\n")
-    with pytest.raises(CoNLLFormatError, match=r"b.conll:2: expected at least 3 columns \(L layout\), found 2"):
+    with pytest.raises(CoNLLFormatError,
+                       match=r"b.conll:2: expected at least 3 columns \(L layout\), found 2"):
         list(sentence_blocks(str(path), min_columns=3, layout="L"))

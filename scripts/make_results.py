@@ -237,14 +237,18 @@ def readme_blocks():
 def selectors_blocks():
     """The selector head-to-head (examples/selectors/experiments.json, study prenorm on En-De):
     verdicts against the baseline, with the baseline and gumbel read from the translation
-    plan's archive (borrowed runs); cost ratios from examples/selectors/bench/*.json
+    plan's archive (borrowed runs); the validation losses that choose the selectors for En-Ro;
+    cost ratios from examples/selectors/bench/*.json
     (benchmarks/bench_ssan.py --plan); selection by word class and distance from each run's
     selection.json. Whatever is archived: no run, some, or all."""
     from ssan_plugin.experiments.plan import Plan
     from ssan_plugin.experiments.tables.selectors import selector_blocks
 
     plan = Plan.load(ROOT / "examples" / "selectors" / "experiments.json")
-    return selector_blocks(plan, "prenorm", "en-de", ROOT / "examples" / "selectors" / "bench")
+    # the pre-registered rule for En-Ro: SSAN and the two other selectors with the lowest mean
+    # best validation loss on En-De (examples/selectors/RESULTS.md, "Which selectors go on")
+    return selector_blocks(plan, "prenorm", "en-de", ROOT / "examples" / "selectors" / "bench",
+                           keep=("gumbel",), choose=2)
 
 
 def variants_blocks():

@@ -10,6 +10,9 @@ them).
   that chose ``checkpoint_best.pt`` (the lowest ``valid_loss`` of ``curve.jsonl``; between equal
   logged losses the later one, as fairseq keeps a new best on ``<=``), on the valid split, in
   evaluation mode (no sampling), as the selective criterion counts it;
+- :func:`development_table` / :func:`carried_forward`: per system the validation loss of its
+  best checkpoint over seeds, and the pre-registered rule that picks, from those validation
+  losses alone (never the test set), the selectors that go on to the next pair;
 - :func:`cost_table`: the committed outputs of ``benchmarks/bench_ssan.py --plan ... --json``
   (training words/s, teacher-forced scoring sentences/s, peak resident memory, each a ratio of
   the baseline's measured in the same invocation);
@@ -180,6 +183,65 @@ def verdict_table(rows: Sequence[SelectorRow]) -> str:
     return "\n".join(out)
 
 
+# --------------------------------------------------------------------------- development
+def planned_seeds(plan, study: str, pair: str, system: str) -> List[int]:
+    """The seeds the plan runs (or borrows) for ``system`` in ``study`` on ``pair``."""
+    return [run.seed for run in plan.runs() if run.study.name == study
+            and run.pair.name == pair and run.system.name == system]
+
+
+def development_losses(plan, study: str, pair: str) -> Dict[str, Dict[int, float]]:
+    """{system: {seed: valid_loss of the checkpoint_best.pt validation}} of every archived run
+    of ``study`` on ``pair`` (:func:`best_validation`; the pair's valid split, never its test
+    set), in the study's system order."""
+    return {system: {seed: float(best_validation(where)["valid_loss"])
+                     for seed, (where, _) in sorted(runs.items())}
+            for system, runs in head_to_head_runs(plan, study, pair).items()}
+
+
+def carried_forward(plan, study: str, pair: str, keep: Sequence[str],
+                    choose: int) -> Tuple[Optional[List[str]], List[str]]:
+    """The pre-registered rule that picks which selectors go on to the next pair: ``keep``
+    always, and of the other selectors (every system but the baseline and ``keep``) the
+    ``choose`` with the lowest mean best validation loss over their seeds (ties: by name).
+    Returns (the chosen systems, or None while a candidate lacks a planned seed; the
+    candidates still missing seeds)."""
+    the_study = _study(plan, study)
+    unknown = sorted(set(keep) - set(the_study.systems))
+    if unknown:
+        raise ResultsError(f"study {study!r} has no system {', '.join(unknown)}")
+    losses = development_losses(plan, study, pair)
+    candidates = [s for s in the_study.systems[1:] if s not in keep]
+    if choose > len(candidates):
+        raise ResultsError(f"study {study!r}: cannot choose {choose} of {len(candidates)} "
+                           f"candidates")
+    missing = [s for s in candidates
+               if set(planned_seeds(plan, study, pair, s)) - set(losses[s])]
+    if missing:
+        return None, missing
+    ranked = sorted(candidates, key=lambda s: (float(np.mean(list(losses[s].values()))), s))
+    return list(keep) + ranked[:choose], []
+
+
+def development_table(plan, study: str, pair: str, keep: Sequence[str], choose: int) -> str:
+    """Markdown, one row per system: its archived seeds and its best validation loss (mean ±
+    sd over seeds, with the per-seed values), then the line that states what
+    :func:`carried_forward` chooses, or which candidates it still waits for."""
+    losses = development_losses(plan, study, pair)
+    out = ["| system | seeds | best validation loss, mean ± sd | per seed |", "|---|---|---|---|"]
+    for system, by_seed in losses.items():
+        values = list(by_seed.values())
+        out.append(f"| {system} | {' '.join(map(str, by_seed)) or 'none yet'} | "
+                   f"{mean_sd(values, 3)} | {' '.join(f'{v:.3f}' for v in values)} |")
+    chosen, missing = carried_forward(plan, study, pair, keep, choose)
+    if chosen is None:
+        out.append(f"\nThe rule chooses once every candidate has all its planned seeds; still "
+                   f"missing seeds: {', '.join(missing)}.")
+    else:
+        out.append(f"\nCarried forward by the rule: {', '.join(chosen)}.")
+    return "\n".join(out)
+
+
 # --------------------------------------------------------------------------- cost
 def cost_table(paths: Sequence[Path], systems: Sequence[str]) -> str:
     """Markdown from ``benchmarks/bench_ssan.py --plan ... --json`` outputs, one block of rows
@@ -292,14 +354,17 @@ def selection_table(plan, study: str, pair: str) -> str:
     return "\n".join(out)
 
 
-def selector_blocks(plan, study: str, pair: str, bench_dir: Path) -> Dict[str, str]:
+def selector_blocks(plan, study: str, pair: str, bench_dir: Path,
+                    keep: Sequence[str] = ("gumbel",), choose: int = 2) -> Dict[str, str]:
     """The generated blocks of ``examples/selectors/RESULTS.md``: ``selectors-verdicts``,
+    ``selectors-development`` (:func:`development_table` with ``keep`` and ``choose``),
     ``selectors-cost`` (every ``*.json`` of ``bench_dir``), ``selectors-selection`` and, once
     ``bench_dir/layers/bench_encoder_layers.csv`` exists (``bench_encoder_layers.py --kinds
     san,selectors``), ``selectors-layers``."""
     systems = _study(plan, study).systems
     bench = sorted(Path(bench_dir).glob("*.json")) if Path(bench_dir).is_dir() else []
     blocks = {"selectors-verdicts": verdict_table(selector_rows(plan, study, pair)),
+              "selectors-development": development_table(plan, study, pair, keep, choose),
               "selectors-cost": cost_table(bench, systems),
               "selectors-selection": selection_table(plan, study, pair)}
     layers = Path(bench_dir) / "layers" / "bench_encoder_layers.csv"

@@ -13,7 +13,9 @@ from ssan_plugin.experiments.plan import Plan
 from ssan_plugin.experiments.tables.blocks import ResultsError
 from ssan_plugin.experiments.tables.selectors import (
     best_validation,
+    carried_forward,
     cost_table,
+    development_table,
     pooled_rates,
     selection_table,
     selector_blocks,
@@ -165,6 +167,47 @@ def test_the_verdict_table_from_borrowed_and_own_runs(archive, tmp_path):
     assert gate[10] == f"{runs[('gate', 2)]['sel']:.3f}"
 
 
+def set_best_loss(run_dir, loss):
+    """Rewrite a run's curve so that its best validation loss is ``loss`` (a worse one later)."""
+    (run_dir / "curve.jsonl").write_text("".join(json.dumps(r) + "\n" for r in (
+        valid(loss + 0.5, 0.5, 100), valid(loss, 0.4, 200), valid(loss + 0.1, 0.3, 300))))
+
+
+def test_the_rule_for_the_next_pair_reads_validation_losses_only(archive, tmp_path):
+    plan, runs = archive
+    own = tmp_path / "archive" / "pn" / "en-de"
+    losses = {("topk", 1): 4.10, ("topk", 2): 4.30, ("topk", 3): 4.20, ("gate", 2): 3.90}
+    for (system, seed), loss in losses.items():
+        set_best_loss(own / f"{system}@{seed}", loss)
+    # gate lacks seeds 1 and 3: no choice yet, whatever the losses so far
+    assert carried_forward(plan, "pn", "en-de", keep=("gumbel",), choose=1) == (None, ["gate"])
+    table = development_table(plan, "pn", "en-de", keep=("gumbel",), choose=1)
+    topk = table_row(table, "topk")
+    assert topk == ["topk", "1 2 3", f"{np.mean([4.1, 4.3, 4.2]):.3f} ± "
+                    f"{np.std([4.1, 4.3, 4.2], ddof=1):.3f}", "4.100 4.300 4.200"]
+    assert table_row(table, "gate")[1:3] == ["2", "3.900"]
+    assert table_row(table, "baseline")[2:4] == ["4.000 ± 0.000", "4.000 4.000 4.000"]
+    assert table.endswith("still missing seeds: gate.")
+    # gate's other seeds land: its mean (4.3) is now above topk's (4.2), so topk is chosen
+    for seed, loss in ((1, 4.50), (3, 4.50)):
+        write_run(own / f"gate@{seed}", f"gate@{seed}", hypotheses(seed, 1), 40.0, [])
+        set_best_loss(own / f"gate@{seed}", loss)
+    assert carried_forward(plan, "pn", "en-de", keep=("gumbel",), choose=1) == (
+        ["gumbel", "topk"], [])
+    assert carried_forward(plan, "pn", "en-de", keep=("gumbel",), choose=2) == (
+        ["gumbel", "topk", "gate"], [])
+    # the test set plays no part: make topk's test output empty, the choice stays
+    (own / "topk@1" / "topk@1.test.de").write_text("\n" * len(REFS))
+    assert carried_forward(plan, "pn", "en-de", keep=("gumbel",), choose=1)[0] == [
+        "gumbel", "topk"]
+    assert development_table(plan, "pn", "en-de", ("gumbel",), 1).endswith(
+        "Carried forward by the rule: gumbel, topk.")
+    with pytest.raises(ResultsError, match="no system nosuch"):
+        carried_forward(plan, "pn", "en-de", keep=("nosuch",), choose=1)
+    with pytest.raises(ResultsError, match="cannot choose 3 of 2"):
+        carried_forward(plan, "pn", "en-de", keep=("gumbel",), choose=3)
+
+
 def test_a_plan_without_runs_gets_its_tables(tmp_path):
     plan = plans(tmp_path)
     blocks = selector_blocks(plan, "pn", "en-de", tmp_path / "no_bench")
@@ -172,6 +215,8 @@ def test_a_plan_without_runs_gets_its_tables(tmp_path):
     assert table_row(table, "baseline")[1:4] == ["none yet", "—", "—"]
     assert table_row(table, "topk")[4] == "— (fewer than two seeds a side)"
     assert blocks["selectors-cost"].startswith("No cost archive yet")
+    assert blocks["selectors-development"].endswith("still missing seeds: topk, gate.")
+    assert table_row(blocks["selectors-development"], "topk")[1:3] == ["none yet", "—"]
     assert blocks["selectors-selection"] == "No selection statistics archived yet."
     assert "selectors-layers" not in blocks  # no layer bench: no block to fill
 

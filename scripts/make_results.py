@@ -235,7 +235,8 @@ def readme_blocks():
 
 
 def selectors_blocks():
-    """The selector head-to-head (examples/selectors/experiments.json, study prenorm on En-De):
+    """The selector head-to-head (examples/selectors/experiments.json, study prenorm on En-De,
+    then study postnorm on En-Ro for the selectors the rule carries forward):
     verdicts against the baseline, with the baseline and gumbel read from the translation
     plan's archive (borrowed runs); the validation losses that choose the selectors for En-Ro;
     cost ratios from examples/selectors/bench/*.json
@@ -248,7 +249,7 @@ def selectors_blocks():
     # the pre-registered rule for En-Ro: SSAN and the two other selectors with the lowest mean
     # best validation loss on En-De (examples/selectors/RESULTS.md, "Which selectors go on")
     return selector_blocks(plan, "prenorm", "en-de", ROOT / "examples" / "selectors" / "bench",
-                           keep=("gumbel",), choose=2)
+                           keep=("gumbel",), choose=2, next_pair=("postnorm", "en-ro"))
 
 
 def variants_blocks():

@@ -20,7 +20,8 @@ def test_plan_systems_are_the_studys_with_the_plans_flags():
     from ssan_plugin.experiments.plan import Plan
 
     plan = Plan.load(PLAN)
-    (study,) = plan.studies
+    study = plan.studies[0]  # without --study: the plan's first (prenorm, every selector)
+    assert study.name == "prenorm"
     systems = plan_systems(PLAN, None, pytest.fail)
     assert list(systems) == study.systems and list(systems)[0] == "baseline"
     for name, flags in systems.items():
@@ -32,7 +33,7 @@ def test_plan_systems_are_the_studys_with_the_plans_flags():
 
 @pytest.mark.parametrize("args,message", [
     (["--plan", str(PLAN), "--ssan-system", "x=--ssan-tau 1"], "with --plan, the plan names them"),
-    (["--plan", str(PLAN), "--study", "nope"], "no study 'nope' (it has prenorm)"),
+    (["--plan", str(PLAN), "--study", "nope"], "no study 'nope' (it has prenorm, postnorm)"),
     (["--study", "prenorm"], "--study needs --plan"),
     (["--modes", "score"], "--modes 'score': choose from gen_sps,gen_sps_fixed_len,score_sps"),
 ])

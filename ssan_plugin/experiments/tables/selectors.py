@@ -355,18 +355,27 @@ def selection_table(plan, study: str, pair: str) -> str:
 
 
 def selector_blocks(plan, study: str, pair: str, bench_dir: Path,
-                    keep: Sequence[str] = ("gumbel",), choose: int = 2) -> Dict[str, str]:
+                    keep: Sequence[str] = ("gumbel",), choose: int = 2,
+                    next_pair: Optional[Tuple[str, str]] = None) -> Dict[str, str]:
     """The generated blocks of ``examples/selectors/RESULTS.md``: ``selectors-verdicts``,
     ``selectors-development`` (:func:`development_table` with ``keep`` and ``choose``),
     ``selectors-cost`` (every ``*.json`` of ``bench_dir``), ``selectors-selection`` and, once
     ``bench_dir/layers/bench_encoder_layers.csv`` exists (``bench_encoder_layers.py --kinds
-    san,selectors``), ``selectors-layers``."""
+    san,selectors``), ``selectors-layers``; with ``next_pair`` = (STUDY, PAIR), the study the
+    chosen selectors go on to, also ``selectors-PAIR-verdicts`` and ``selectors-PAIR-selection``
+    (Holm over that table's own comparisons)."""
     systems = _study(plan, study).systems
     bench = sorted(Path(bench_dir).glob("*.json")) if Path(bench_dir).is_dir() else []
     blocks = {"selectors-verdicts": verdict_table(selector_rows(plan, study, pair)),
               "selectors-development": development_table(plan, study, pair, keep, choose),
               "selectors-cost": cost_table(bench, systems),
               "selectors-selection": selection_table(plan, study, pair)}
+    if next_pair is not None:
+        other_study, other_pair = next_pair
+        blocks[f"selectors-{other_pair}-verdicts"] = verdict_table(
+            selector_rows(plan, other_study, other_pair))
+        blocks[f"selectors-{other_pair}-selection"] = selection_table(plan, other_study,
+                                                                      other_pair)
     layers = Path(bench_dir) / "layers" / "bench_encoder_layers.csv"
     if layers.is_file():
         blocks["selectors-layers"] = layers_table_by_kind(layers)

@@ -204,12 +204,16 @@ def test_a_plan_cannot_borrow_from_itself_or_round(tmp_path):
 
 def test_the_committed_selector_plan_borrows_the_translation_runs():
     """The head-to-head takes its baseline and SSAN (gumbel) from the translation plan's
-    pre-norm study; loading it checks that they are the very runs it would train."""
+    pre-norm study on En-De and its post-norm study on En-Ro; loading it checks that they are
+    the very runs it would train."""
     plan = Plan.load(ROOT / "examples" / "selectors" / "experiments.json")
-    (study,) = plan.studies
-    assert {name: (b.study, b.system) for name, b in study.borrow.items()} == {
-        "baseline": ("prenorm", "baseline"), "gumbel": ("prenorm", "ssan_cap0")}
-    assert all(b.out == str(ROOT / "runs" / "experiments") for b in study.borrow.values())
+    prenorm, postnorm = plan.studies
+    assert (prenorm.name, prenorm.pairs, postnorm.name, postnorm.pairs) == (
+        "prenorm", ["en-de"], "postnorm", ["en-ro"])
+    for study in plan.studies:
+        assert {name: (b.study, b.system) for name, b in study.borrow.items()} == {
+            "baseline": (study.name, "baseline"), "gumbel": (study.name, "ssan_cap0")}
+        assert all(b.out == str(ROOT / "runs" / "experiments") for b in study.borrow.values())
     assert plan.selection.conll == str((ROOT.parent / "shared" / "data" / "srl" / "ewt" /
                                         "dev.gold_conll").resolve())
 

@@ -221,6 +221,19 @@ def test_a_plan_without_runs_gets_its_tables(tmp_path):
     assert "selectors-layers" not in blocks  # no layer bench: no block to fill
 
 
+def test_the_next_pair_gets_its_own_verdicts_and_selection(archive, tmp_path):
+    plan, _ = archive
+    blocks = selector_blocks(plan, "pn", "en-de", tmp_path / "no_bench", keep=("gumbel",),
+                             choose=1, next_pair=("pn", "en-de"))
+    assert blocks["selectors-en-de-verdicts"] == verdict_table(
+        selector_rows(plan, "pn", "en-de"))
+    assert blocks["selectors-en-de-selection"] == selection_table(plan, "pn", "en-de")
+    with pytest.raises(ResultsError, match="no study 'nope'"):
+        selector_blocks(plan, "pn", "en-de", tmp_path / "no_bench", next_pair=("nope", "en-de"))
+    assert not any("-en-de-" in key
+                   for key in selector_blocks(plan, "pn", "en-de", tmp_path / "no_bench"))
+
+
 def test_the_layer_bench_becomes_a_block(tmp_path):
     layers = tmp_path / "bench" / "layers" / "bench_encoder_layers.csv"
     layers.parent.mkdir(parents=True)

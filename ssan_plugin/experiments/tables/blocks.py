@@ -3,7 +3,7 @@
 around the blocks is written by hand."""
 
 import re
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 BEGIN = "<!-- begin generated: {key} -->"
 END = "<!-- end generated: {key} -->"
@@ -18,6 +18,12 @@ class ResultsError(ValueError):
 # --------------------------------------------------------------------------- blocks
 def block_keys(text: str) -> List[str]:
     return [m.group("key") for m in _BLOCK.finditer(text)]
+
+
+def prose_and_generated(text: str) -> Tuple[str, str]:
+    """(the hand-written text with every generated block cut out, the generated blocks joined
+    by newlines)."""
+    return _BLOCK.sub("", text), "\n".join(m.group(0) for m in _BLOCK.finditer(text))
 
 
 def fill_blocks(text: str, blocks: Dict[str, str]) -> str:

@@ -223,6 +223,21 @@ def carried_forward(plan, study: str, pair: str, keep: Sequence[str],
     return list(keep) + ranked[:choose], []
 
 
+def check_carried_forward(plan, study: str, pair: str, keep: Sequence[str], choose: int,
+                          next_study: str) -> None:
+    """ResultsError unless ``next_study`` runs, besides its baseline, what the rule carries
+    forward: ``keep`` alone while :func:`carried_forward` waits for seeds, ``keep`` and the
+    chosen selectors after (so the next pair's systems are never picked by hand)."""
+    chosen, _ = carried_forward(plan, study, pair, keep, choose)
+    expected = list(keep) if chosen is None else chosen
+    runs = _study(plan, next_study).systems[1:]
+    if set(runs) != set(expected):
+        state = ("has not chosen yet" if chosen is None
+                 else f"chose {', '.join(chosen[len(keep):])}")
+        raise ResultsError(f"study {next_study!r} runs {', '.join(runs)}; it must run "
+                           f"{', '.join(expected)}: the rule of study {study!r} {state}")
+
+
 def development_table(plan, study: str, pair: str, keep: Sequence[str], choose: int) -> str:
     """Markdown, one row per system: its archived seeds and its best validation loss (mean ±
     sd over seeds, with the per-seed values), then the line that states what
@@ -372,6 +387,7 @@ def selector_blocks(plan, study: str, pair: str, bench_dir: Path,
               "selectors-selection": selection_table(plan, study, pair)}
     if next_pair is not None:
         other_study, other_pair = next_pair
+        check_carried_forward(plan, study, pair, keep, choose, other_study)
         blocks[f"selectors-{other_pair}-verdicts"] = verdict_table(
             selector_rows(plan, other_study, other_pair))
         blocks[f"selectors-{other_pair}-selection"] = selection_table(plan, other_study,

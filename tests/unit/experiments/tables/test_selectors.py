@@ -221,17 +221,50 @@ def test_a_plan_without_runs_gets_its_tables(tmp_path):
     assert "selectors-layers" not in blocks  # no layer bench: no block to fill
 
 
-def test_the_next_pair_gets_its_own_verdicts_and_selection(archive, tmp_path):
-    plan, _ = archive
-    blocks = selector_blocks(plan, "pn", "en-de", tmp_path / "no_bench", keep=("gumbel",),
-                             choose=1, next_pair=("pn", "en-de"))
-    assert blocks["selectors-en-de-verdicts"] == verdict_table(
-        selector_rows(plan, "pn", "en-de"))
-    assert blocks["selectors-en-de-selection"] == selection_table(plan, "pn", "en-de")
+def with_next_study(tmp_path, systems):
+    """The archive fixture's plan with a second study, ``nx`` on the same pair, running
+    ``systems``."""
+    raw = json.loads((tmp_path / "plan.json").read_text())
+    raw["studies"] = raw["studies"][:1] + [{"name": "nx", "pairs": ["en-de"],
+                                            "systems": systems}]
+    (tmp_path / "plan.json").write_text(json.dumps(raw))
+    return Plan.load(tmp_path / "plan.json")
+
+
+def test_the_next_pair_runs_what_the_rule_carries_forward(archive, tmp_path):
+    plan, runs = archive
+    bench = tmp_path / "no_bench"
+    write_run(tmp_path / "archive" / "nx" / "en-de" / "gumbel@1", "gumbel@1",
+              hypotheses(1, 2), 41.0, [valid(4.0, 0.5)])
+    plan = with_next_study(tmp_path, ["baseline", "gumbel"])
+    blocks = selector_blocks(plan, "pn", "en-de", bench, keep=("gumbel",), choose=1,
+                             next_pair=("nx", "en-de"))
+    assert blocks["selectors-en-de-verdicts"] == verdict_table(selector_rows(plan, "nx", "en-de"))
+    assert table_row(blocks["selectors-en-de-verdicts"], "gumbel")[1:3] == [
+        "1", f"{bleu(hypotheses(1, 2)):.2f}"]
+    assert blocks["selectors-en-de-selection"] == selection_table(plan, "nx", "en-de")
+    assert not any("-en-de-" in key for key in selector_blocks(plan, "pn", "en-de", bench))
+    # a selector added by hand before the rule has chosen (gate lacks seeds 1 and 3)
+    plan = with_next_study(tmp_path, ["baseline", "gumbel", "topk"])
+    with pytest.raises(ResultsError, match="runs gumbel, topk; it must run gumbel: the rule "
+                                           "of study 'pn' has not chosen yet"):
+        selector_blocks(plan, "pn", "en-de", bench, keep=("gumbel",), choose=1,
+                        next_pair=("nx", "en-de"))
+    # gate's seeds land with higher losses than topk's: the rule chooses topk, not gate
+    own = tmp_path / "archive" / "pn" / "en-de"
+    for seed in (1, 3):
+        write_run(own / f"gate@{seed}", f"gate@{seed}", hypotheses(seed, 1), 40.0, [])
+        set_best_loss(own / f"gate@{seed}", 4.5)
+    set_best_loss(own / "gate@2", 4.5)
+    selector_blocks(plan, "pn", "en-de", bench, keep=("gumbel",), choose=1,
+                    next_pair=("nx", "en-de"))
+    plan = with_next_study(tmp_path, ["baseline", "gumbel", "gate"])
+    with pytest.raises(ResultsError, match="it must run gumbel, topk: the rule of study 'pn' "
+                                           "chose topk"):
+        selector_blocks(plan, "pn", "en-de", bench, keep=("gumbel",), choose=1,
+                        next_pair=("nx", "en-de"))
     with pytest.raises(ResultsError, match="no study 'nope'"):
-        selector_blocks(plan, "pn", "en-de", tmp_path / "no_bench", next_pair=("nope", "en-de"))
-    assert not any("-en-de-" in key
-                   for key in selector_blocks(plan, "pn", "en-de", tmp_path / "no_bench"))
+        selector_blocks(plan, "pn", "en-de", bench, next_pair=("nope", "en-de"))
 
 
 def test_the_layer_bench_becomes_a_block(tmp_path):

@@ -12,7 +12,8 @@ This module is the analysis tools' one way to run an encoder (``selection.py`` b
   position t of a padded row is not token t);
 - :func:`selective_modules` (every module that can record a selection, what
   :func:`keeping_selection` switches) and :func:`selective_layers` (the encoder layers whose
-  self-attention is one, with their kind);
+  self-attention is one, with their kind); :func:`learnt_selector_values` (per layer, what a
+  selector learnt per head: entmax's alpha);
 - :func:`to_words` (piece-level maps to word level), :func:`maps_json`, :func:`plot_grid` (a
   layers x heads grid of :func:`heat_panel` maps).
 
@@ -123,6 +124,20 @@ def selective_layers(model) -> Dict[int, str]:
         if isinstance(attention, SelectionReporter):
             layers[index] = layer_kind(attention)
     return layers
+
+
+def learnt_selector_values(model) -> Dict[int, Dict[str, List[float]]]:
+    """{0-based encoder layer: {name: one value per head}} of the selectors that learn
+    per-head quantities (``Selector.learnt_values``: entmax's learnt alpha); layers without
+    any are left out."""
+    values = {}
+    for index, layer in enumerate(encoder_layers(model)):
+        attention = self_attention(layer)
+        if isinstance(attention, SelectorMultiheadAttention):
+            learnt = attention.selector.learnt_values()
+            if learnt:
+                values[index] = learnt
+    return values
 
 
 def selective_modules(model) -> List[SelectionReporter]:

@@ -11,8 +11,8 @@ import numpy as np
 
 from ..cli.errors import PipelineError
 from .inputs import AnalysisInput
-from .maps import (UnsupportedEncoder, layer_kinds, maps_json, plot_grid, selective_layers,
-                   sentence_maps, to_words)
+from .maps import (UnsupportedEncoder, layer_kinds, learnt_selector_values, maps_json, plot_grid,
+                   selective_layers, sentence_maps, to_words)
 
 
 def _maps(inp: AnalysisInput, tokens, **kwargs):
@@ -48,7 +48,8 @@ def show_selection(inp: AnalysisInput, lines: Sequence[str], out_dir) -> List[Pa
 def selection_stats(inp: AnalysisInput, conll) -> dict:
     """:class:`~ssan_plugin.analysis.word_classes.WordClassStats` over the sentences of a
     CoNLL-2012 file (words and POS tags), as a dict: the layers that select (SSAN, ReSA, every
-    selector of ``selective_transformer``; maps.py says what counts as selected)."""
+    selector of ``selective_transformer``; maps.py says what counts as selected), with each
+    layer's learnt per-head selector values under ``learnt`` (entmax's alpha; empty if none)."""
     from .trees import read_parsed_conll
     from .word_classes import WordClassStats
 
@@ -61,6 +62,7 @@ def selection_stats(inp: AnalysisInput, conll) -> dict:
     for s, enc, maps in zip(sentences, encoded, _maps(inp, [e.tokens for e in encoded], attention=False)):
         stats.add(maps.selection, enc.word_index, s.tags)
     return {"conll": str(conll), "kinds": {str(k): v for k, v in layer_kinds(inp.model).items()},
+            "learnt": {str(k): v for k, v in learnt_selector_values(inp.model).items()},
             **stats.as_dict()}
 
 

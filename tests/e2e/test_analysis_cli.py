@@ -97,6 +97,7 @@ def test_selection_stats(setup, tmp_path, capsys):
     d = json.loads(out.read_text())
     assert d["n_sentences"] == 12 and d["words_by_pos"]["NN"] == 12  # cat, dog, tea x 4
     (layer,) = d["layers"]
+    assert d["kinds"] == {"0": "ssan"} and d["learnt"] == {}  # SSAN learns no per-head value
     keys = layer["keys"]["by_class"]
     assert set(keys) == {"content", "function", "punctuation"}
     assert all(0 <= v["rate"] <= 1 and v["possible"] > 0 for v in keys.values())
@@ -111,6 +112,25 @@ def test_selection_stats(setup, tmp_path, capsys):
     assert STATS.main([*model(setup), "--conll", str(no_parse), "--json", str(out),
                        "--overwrite"]) == 2
     assert "no parse bit" in capsys.readouterr().err
+
+
+def test_selection_stats_archive_entmax_learnt_alpha(setup, tmp_path):
+    """A selective_transformer with alpha learnt per head: the JSON holds each head's alpha,
+    1 + sigmoid(a) of the checkpoint's own parameter (trained away from its 1.5 start)."""
+    import torch
+
+    checkpoint = train_tiny(setup["data"], "selective_transformer", tmp_path / "ck", 10, 1,
+                            "--encoder-selector", "entmax", "--entmax-alpha", "1.3")
+    out = tmp_path / "s.json"
+    assert STATS.main(["--data", str(setup["data"]), "--checkpoint", str(checkpoint), "--conll",
+                       str(setup["conll"]), "--json", str(out)]) == 0
+    d = json.loads(out.read_text())
+    assert d["kinds"] == {"0": "entmax"}
+    state = torch.load(checkpoint, map_location="cpu", weights_only=False)["model"]
+    logit = state["encoder.layers.0.self_attn.selector.alpha_logit"]
+    expected = (1 + torch.sigmoid(logit)).tolist()
+    assert d["learnt"] == {"0": {"alpha": pytest.approx(expected, abs=1e-6)}}
+    assert len(expected) == 2 and all(abs(a - 1.3) > 1e-6 for a in expected)  # it learnt
 
 
 def test_make_probing_data_and_probe(setup, tmp_path, capsys):

@@ -18,7 +18,8 @@ them).
   the baseline's measured in the same invocation);
 - :func:`selection_table`: each run's archived ``selection.json`` (``ssan-selection-stats``):
   key selection rate by word class and by word distance, pooled over layers and heads, then
-  averaged over the seeds that have one.
+  averaged over the seeds that have one; :func:`learnt_table`: what a selector learnt per head
+  (entmax's alpha), from the same files.
 
 Every function works on whatever is archived: no run, some, or all.
 """
@@ -328,20 +329,27 @@ def pooled_rates(path: Path) -> Dict[str, float]:
     return {name: s / p if p else float("nan") for name, (s, p) in sums.items()}
 
 
-def selection_table(plan, study: str, pair: str) -> str:
-    """Markdown, one row per analysed system with at least one archived ``selection.json``:
-    the seeds analysed, the CoNLL file's sentences, and the mean over those seeds of
-    :func:`pooled_rates`: keys by word class, content / function, and by word distance."""
-    the_study = _study(plan, study)
-    by_system: Dict[str, List[Tuple[int, Dict[str, float], int]]] = {}
+def selection_files(plan, study: str, pair: str) -> Dict[str, List[Tuple[int, Path]]]:
+    """{system: [(seed, its archived selection.json)]} of the analysed runs of ``study`` on
+    ``pair`` that have one, in plan order."""
+    files: Dict[str, List[Tuple[int, Path]]] = {}
     for run in plan.runs():
         if run.study.name != study or run.pair.name != pair or not plan.analysed(run):
             continue
         path = plan.selection_file(run)
         if path is not None and path.is_file():
-            sentences = int(archived_value(path, "n_sentences"))
-            by_system.setdefault(run.system.name, []).append(
-                (run.seed, pooled_rates(path), sentences))
+            files.setdefault(run.system.name, []).append((run.seed, path))
+    return files
+
+
+def selection_table(plan, study: str, pair: str) -> str:
+    """Markdown, one row per analysed system with at least one archived ``selection.json``:
+    the seeds analysed, the CoNLL file's sentences, and the mean over those seeds of
+    :func:`pooled_rates`: keys by word class, content / function, and by word distance."""
+    the_study = _study(plan, study)
+    by_system = {system: [(seed, pooled_rates(path), int(archived_value(path, "n_sentences")))
+                          for seed, path in files]
+                 for system, files in selection_files(plan, study, pair).items()}
     if not by_system:
         return "No selection statistics archived yet."
     out = ["| system | seeds | sentences | keys: content | keys: function | keys: punctuation | "
@@ -369,12 +377,72 @@ def selection_table(plan, study: str, pair: str) -> str:
     return "\n".join(out)
 
 
+def learnt_values(path: Path) -> Dict[str, Dict[int, List[float]]]:
+    """From one ``selection.json``: {name: {0-based layer: one value per head}} of its
+    ``learnt`` entry (what a selector learns per head, e.g. entmax's alpha; ``{}`` for a file
+    without one, written before the entry existed or by a selector that learns none)."""
+    data = archive_json(path)
+    learnt = data.get("learnt", {}) if isinstance(data, dict) else {}
+    if not isinstance(learnt, dict):
+        raise ResultsError(f"{path}: key 'learnt' must map layers to values")
+    out: Dict[str, Dict[int, List[float]]] = {}
+    for layer, values in learnt.items():
+        if not (isinstance(layer, str) and layer.isdigit()) or not isinstance(values, dict):
+            raise ResultsError(f"{path}: learnt.{layer}: a 0-based layer with named values "
+                               f"expected")
+        for name, heads in values.items():
+            if not isinstance(heads, list) or not heads:
+                raise ResultsError(f"{path}: learnt.{layer}.{name} must be a non-empty list")
+            out.setdefault(name, {})[int(layer)] = [
+                archived_value(path, "learnt", layer, name, h, data=data)
+                for h in range(len(heads))]
+    return out
+
+
+def learnt_table(plan, study: str, pair: str) -> str:
+    """Markdown, one row per (system, learnt quantity, seed) of the archived ``selection.json``
+    files with learnt values (:func:`learnt_values`), systems in the study's order: per layer
+    the heads' values in increasing order, then the mean, min and max over every head; after a
+    system's seeds, when there are several, a row over all of them (mean ± sd over every head
+    of every seed, min, max)."""
+    files = selection_files(plan, study, pair)
+    groups: Dict[Tuple[str, str], List[Tuple[int, Dict[int, List[float]]]]] = {}
+    for system in _study(plan, study).systems:
+        for seed, path in sorted(files.get(system, [])):
+            for name, layers in learnt_values(path).items():
+                groups.setdefault((system, name), []).append((seed, layers))
+    if not groups:
+        return "No learnt selector values archived yet."
+    depth = 1 + max(max(layers) for runs in groups.values() for _, layers in runs)
+    out = ["| system | seeds | learnt | " + " | ".join(f"layer {k}: heads, increasing"
+                                                       for k in range(depth))
+           + " | mean over heads | min | max |", "|---|---|---|" + "---|" * (depth + 3)]
+
+    def spread(values):
+        return f"{np.min(values):.3f} | {np.max(values):.3f}"
+
+    for (system, name), runs in groups.items():
+        for seed, layers in runs:
+            every = [v for heads in layers.values() for v in heads]
+            cells = [" ".join(f"{v:.3f}" for v in sorted(layers[k])) if k in layers else "—"
+                     for k in range(depth)]
+            out.append(f"| {system} | {seed} | {name} | " + " | ".join(cells)
+                       + f" | {np.mean(every):.3f} | {spread(every)} |")
+        if len(runs) > 1:
+            every = [v for _, layers in runs for heads in layers.values() for v in heads]
+            out.append(f"| {system} | {' '.join(str(seed) for seed, _ in runs)} | {name} | "
+                       + " | ".join(["(all seeds)"] * depth)
+                       + f" | {mean_sd(every, 3)} | {spread(every)} |")
+    return "\n".join(out)
+
+
 def selector_blocks(plan, study: str, pair: str, bench_dir: Path,
                     keep: Sequence[str] = ("gumbel",), choose: int = 2,
                     next_pair: Optional[Tuple[str, str]] = None) -> Dict[str, str]:
     """The generated blocks of ``examples/selectors/RESULTS.md``: ``selectors-verdicts``,
     ``selectors-development`` (:func:`development_table` with ``keep`` and ``choose``),
-    ``selectors-cost`` (every ``*.json`` of ``bench_dir``), ``selectors-selection`` and, once
+    ``selectors-cost`` (every ``*.json`` of ``bench_dir``), ``selectors-selection``,
+    ``selectors-learnt`` (:func:`learnt_table`) and, once
     ``bench_dir/layers/bench_encoder_layers.csv`` exists (``bench_encoder_layers.py --kinds
     san,selectors``), ``selectors-layers``; with ``next_pair`` = (STUDY, PAIR), the study the
     chosen selectors go on to, also ``selectors-PAIR-verdicts`` and ``selectors-PAIR-selection``
@@ -384,7 +452,8 @@ def selector_blocks(plan, study: str, pair: str, bench_dir: Path,
     blocks = {"selectors-verdicts": verdict_table(selector_rows(plan, study, pair)),
               "selectors-development": development_table(plan, study, pair, keep, choose),
               "selectors-cost": cost_table(bench, systems),
-              "selectors-selection": selection_table(plan, study, pair)}
+              "selectors-selection": selection_table(plan, study, pair),
+              "selectors-learnt": learnt_table(plan, study, pair)}
     if next_pair is not None:
         other_study, other_pair = next_pair
         check_carried_forward(plan, study, pair, keep, choose, other_study)

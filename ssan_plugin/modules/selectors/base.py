@@ -44,7 +44,7 @@ TransformerConfig would move away), and reads them in :meth:`Selector.from_args`
 
 import logging
 from dataclasses import dataclass
-from typing import ClassVar, Optional
+from typing import ClassVar, Dict, List, Optional
 
 import torch
 import torch.nn as nn
@@ -115,6 +115,12 @@ class Selector(nn.Module):
         return SelectorMultiheadAttention(embed_dim, num_heads, cls.from_args(args, embed_dim, num_heads),
                                           dropout=dropout, q_noise=q_noise,
                                           qn_block_size=qn_block_size)
+
+    def learnt_values(self) -> Dict[str, List[float]]:
+        """Learnt per-head quantities a reader wants beside the selection rates, as
+        {name: one value per head} (the entmax selector's alpha when it is learnt); default
+        none. ``ssan-selection-stats`` archives them per layer."""
+        return {}
 
     def forward(self, logits: Tensor, key_padding_mask: Optional[Tensor], query: Tensor,
                 rate_gradient: bool = True) -> Selection:

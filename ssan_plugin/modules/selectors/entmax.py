@@ -15,6 +15,7 @@ selected when its weight is nonzero; that support has no gradient, so ``--select
 
 import math
 from dataclasses import dataclass, field
+from typing import Dict, List
 
 import torch
 import torch.nn as nn
@@ -81,6 +82,12 @@ class EntmaxSelector(Selector):
         if self.learn_alpha:
             return 1 + torch.sigmoid(self.alpha_logit)
         return torch.tensor(self.alpha)
+
+    def learnt_values(self) -> Dict[str, List[float]]:
+        """{"alpha": each head's learnt alpha} (none when alpha is fixed)."""
+        if not self.learn_alpha:
+            return {}
+        return {"alpha": [float(a) for a in self.head_alpha().detach().cpu()]}
 
     def extra_repr(self) -> str:
         return "alpha learnt per head" if self.learn_alpha else f"alpha={self.alpha:g}"

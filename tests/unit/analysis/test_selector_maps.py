@@ -5,13 +5,15 @@ selector's definition: top-k keeps exactly k keys per query (the k largest logit
 pattern is its nonzero weights, the gate selects every pair, the fixed mask is 1[M > 0] at the
 sentence's own positions whatever the padding."""
 
+import math
+
 import pytest
 import torch
 from helpers.analysis_maps import maps_and_inputs
 from helpers.fairseq_setup import build
 
-from ssan_plugin.analysis.maps import (collate, layer_kinds, maps_json, selective_layers,
-                                       sentence_maps, to_words)
+from ssan_plugin.analysis.maps import (collate, layer_kinds, learnt_selector_values, maps_json,
+                                       selective_layers, sentence_maps, to_words)
 from ssan_plugin.analysis.selection import batch_selection
 from ssan_plugin.analysis.word_classes import WordClassStats
 
@@ -73,6 +75,32 @@ def test_layer_kinds_name_the_selector(models, tiny_bin):
     assert layer_kinds(ssan) == selective_layers(ssan) == {0: "ssan", 1: "ssan"}
     _, san, _ = build(tiny_bin, ["--arch", "transformer", *CRITERION])
     assert selective_layers(san) == {}
+
+
+def test_learnt_values_are_each_heads_alpha(models, tiny_bin):
+    """Only entmax with alpha learnt reports a value per head: 1 + sigmoid(a) of each layer's
+    own parameter; the fixed-alpha, top-k, gate, fixed-mask and SSAN layers report nothing."""
+    _, model = models["entmax"]
+    logits = {0: [-1.0, 0.0, 0.5, 2.0], 1: [3.0, -2.0, 0.25, 1.0]}
+    saved = [model.encoder.layers[k].self_attn.selector.alpha_logit.detach().clone()
+             for k in logits]
+    try:
+        with torch.no_grad():
+            for k, values in logits.items():
+                model.encoder.layers[k].self_attn.selector.alpha_logit.copy_(torch.tensor(values))
+        got = learnt_selector_values(model)
+    finally:
+        with torch.no_grad():
+            for k, before in zip(logits, saved):
+                model.encoder.layers[k].self_attn.selector.alpha_logit.copy_(before)
+    assert set(got) == {0, 1} and all(set(v) == {"alpha"} for v in got.values())
+    for k, values in logits.items():
+        expected = [1 + 1 / (1 + math.exp(-a)) for a in values]
+        assert got[k]["alpha"] == pytest.approx(expected, rel=1e-6)
+    for case in ("sparsemax", "topk", "gate", "fixed_mask"):
+        assert learnt_selector_values(models[case][1]) == {}
+    _, ssan, _ = build(tiny_bin, ["--arch", "selective_transformer", *CRITERION])  # gumbel
+    assert learnt_selector_values(ssan) == {}
 
 
 @pytest.mark.parametrize("case", list(SELECTORS))

@@ -16,6 +16,7 @@ from ssan_plugin.experiments.tables.selectors import (
     carried_forward,
     cost_table,
     development_table,
+    learnt_table,
     pooled_rates,
     selection_table,
     selector_blocks,
@@ -218,6 +219,7 @@ def test_a_plan_without_runs_gets_its_tables(tmp_path):
     assert blocks["selectors-development"].endswith("still missing seeds: topk, gate.")
     assert table_row(blocks["selectors-development"], "topk")[1:3] == ["none yet", "—"]
     assert blocks["selectors-selection"] == "No selection statistics archived yet."
+    assert blocks["selectors-learnt"] == "No learnt selector values archived yet."
     assert "selectors-layers" not in blocks  # no layer bench: no block to fill
 
 
@@ -330,9 +332,10 @@ def test_the_cost_table_is_each_system_against_the_same_files_baseline(tmp_path)
         cost_table([bad], ["topk"])
 
 
-def selection_json(path, layers, sentences=5):
+def selection_json(path, layers, sentences=5, learnt=None):
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"run": "x", "n_sentences": sentences, "layers": [
+    extra = {} if learnt is None else {"learnt": learnt}
+    path.write_text(json.dumps({"run": "x", "n_sentences": sentences, **extra, "layers": [
         {"layer": k, "keys": {"by_class": {c: {"rate": s / p, "selected": s, "possible": p}
                                            for c, (s, p) in classes.items()}},
          "distance": [{"distance": d, "rate": s / p, "selected": s, "possible": p}
@@ -385,3 +388,43 @@ def test_a_truncated_selection_json_names_the_file(archive, tmp_path):
     path.write_text(path.read_text()[:-10])
     with pytest.raises(ResultsError, match=r"topk@1/selection.json is not valid JSON"):
         selection_table(plan, "pn", "en-de")
+
+
+def test_learnt_values_per_seed_layer_and_head(archive, tmp_path):
+    """Rows per (system, quantity, seed) in the study's system order, heads sorted within each
+    layer, a layer a seed lacks shown as —, then the row over all seeds; files without learnt
+    values (written before the entry existed, or a selector that learns none) add no row."""
+    plan, _ = archive
+    where = tmp_path / "archive" / "pn" / "en-de"
+    one = ({"content": (1, 2)}, {0: (1, 2)})
+    selection_json(where / "topk@3" / "selection.json", [one, one],
+                   learnt={"0": {"alpha": [1.9, 1.2]}, "1": {"alpha": [1.5, 1.25]}})
+    selection_json(where / "topk@1" / "selection.json", [one], learnt={"0": {"alpha": [1.1, 1.4]}})
+    selection_json(where / "gate@2" / "selection.json", [one])  # no entry at all
+    selection_json(where / "gumbel@1" / "selection.json", [one], learnt={})
+    table = learnt_table(plan, "pn", "en-de")
+    lines = table.splitlines()
+    assert lines[0].split("|")[4:6] == [" layer 0: heads, increasing ", " layer 1: heads, increasing "]
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:]]
+    assert rows[0] == ["topk", "1", "alpha", "1.100 1.400", "—", "1.250", "1.100", "1.400"]
+    assert rows[1] == ["topk", "3", "alpha", "1.200 1.900", "1.250 1.500",
+                       f"{np.mean([1.9, 1.2, 1.5, 1.25]):.3f}", "1.200", "1.900"]
+    every = [1.1, 1.4, 1.9, 1.2, 1.5, 1.25]
+    assert rows[2] == ["topk", "1 3", "alpha", "(all seeds)", "(all seeds)",
+                       f"{np.mean(every):.3f} ± {np.std(every, ddof=1):.3f}", "1.100", "1.900"]
+    assert len(rows) == 3
+    assert selector_blocks(plan, "pn", "en-de", tmp_path / "no_bench")["selectors-learnt"] == table
+
+
+@pytest.mark.parametrize("learnt, message", [
+    ({"0": {"alpha": [1.5, "x"]}}, r"key 'learnt.0.alpha.1' must be a number"),
+    ({"0": {"alpha": []}}, r"learnt.0.alpha must be a non-empty list"),
+    ({"first": {"alpha": [1.5]}}, r"learnt.first: a 0-based layer"),
+    ([1.5], r"key 'learnt' must map layers"),
+])
+def test_a_malformed_learnt_entry_names_the_file_and_key(archive, tmp_path, learnt, message):
+    plan, _ = archive
+    path = tmp_path / "archive" / "pn" / "en-de" / "topk@1" / "selection.json"
+    selection_json(path, [({"content": (1, 2)}, {})], learnt=learnt)
+    with pytest.raises(ResultsError, match=r"topk@1/selection.json: " + message):
+        learnt_table(plan, "pn", "en-de")

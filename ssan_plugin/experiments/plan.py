@@ -33,6 +33,7 @@ systems by default every system but each study's baseline): which runs are analy
 """
 
 import difflib
+import os
 import json
 import re
 import sys
@@ -403,8 +404,10 @@ class Plan:
 
 
 def _resolve(path: str, root) -> str:
-    """A plan's path, relative to the project root unless absolute."""
-    return path if Path(path).is_absolute() else str((Path(root) / path).resolve())
+    """A plan's path, relative to the project root unless absolute. Made absolute lexically
+    (``os.path.normpath``), not through links: a checkout whose ``runs/`` links elsewhere
+    keeps naming ``ROOT/runs/...``, so archives still read ``runs/...`` once made relative."""
+    return path if Path(path).is_absolute() else os.path.normpath(Path(root) / path)
 
 
 # ---------------------------------------------------------------- plan file types

@@ -9,6 +9,7 @@ import pytest
 
 from conftest import ROOT
 from helpers.experiment_plans import fake_decoded, plan_file, source_and_borrower
+from ssan_plugin.experiments.archive import relativize_text
 from ssan_plugin.experiments.plan import Plan
 from ssan_plugin.translation.textio import PipelineError
 
@@ -214,8 +215,25 @@ def test_the_committed_selector_plan_borrows_the_translation_runs():
         assert {name: (b.study, b.system) for name, b in study.borrow.items()} == {
             "baseline": (study.name, "baseline"), "gumbel": (study.name, "ssan_cap0")}
         assert all(b.out == str(ROOT / "runs" / "experiments") for b in study.borrow.values())
-    assert plan.selection.conll == str((ROOT.parent / "shared" / "data" / "srl" / "ewt" /
-                                        "dev.gold_conll").resolve())
+    assert plan.selection.conll == str(ROOT.parent / "shared" / "data" / "srl" / "ewt" /
+                                       "dev.gold_conll")
+
+
+def test_plan_paths_keep_links_so_archives_name_them_from_the_root(tmp_path):
+    """A checkout whose ``runs/`` is a link to another checkout's: the borrowed runs' folder
+    stays ``ROOT/runs/...`` (not the link's target), so archived paths read ``runs/...``
+    rather than a sibling checkout's ``../other/runs/...``."""
+    root, other = tmp_path / "checkout", tmp_path / "other"
+    (other / "runs").mkdir(parents=True)
+    root.mkdir()
+    (root / "runs").symlink_to(other / "runs")
+    path = source_and_borrower(root, borrow_edit=lambda b: [
+        spec.update(out="runs/experiments", plan="source.json") for spec in b.values()])
+    plan = Plan.load(path, root=root)
+    outs = {b.out for b in plan.studies[0].borrow.values()}
+    assert outs == {str(root / "runs" / "experiments")}
+    assert relativize_text(f"checkpoint {outs.pop()}/s/a/ssan@1/checkpoint_best.pt",
+                           root) == "checkpoint runs/experiments/s/a/ssan@1/checkpoint_best.pt"
 
 
 def test_a_run_is_decoded_when_its_report_and_hypotheses_exist(tmp_path):

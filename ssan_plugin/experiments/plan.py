@@ -33,8 +33,8 @@ systems by default every system but each study's baseline): which runs are analy
 """
 
 import difflib
-import os
 import json
+import os
 import re
 import sys
 from dataclasses import dataclass, field

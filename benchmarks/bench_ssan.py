@@ -3,7 +3,8 @@
 beam-search generation sentences/s and peak memory, as ratios (SSAN / baseline). Same size,
 same data, same number of updates.
 
-Corpora (``--corpus``): ``builtin``, the demo's synthetic corpus (short sentences), and
+Corpora (``--corpus``): ``builtin``, the demo's synthetic corpus (short sentences;
+``--train-pairs`` and ``--eval-pairs`` size its splits), and
 ``news``, news-length text: newstest2013 En-De from ``--shared`` (3,000 sentence pairs, split
 2,600 / 200 / 200 in file order, sentencepiece 4,000), about 30 source pieces a sentence.
 
@@ -115,16 +116,23 @@ def run_measured(cmd):
     return text, usage.ru_maxrss / 1024.0
 
 
-def prepare_corpus(corpus: str, work: Path, shared: Path, train_pairs: int = 8000) -> Path:
-    """The data-bin of ``corpus`` under ``work`` (built once; ``train_pairs``: the built-in
-    corpus's training size)."""
-    raw, data_bin = work / "raw", work / "data-bin"
-    if (data_bin / "manifest.json").exists():
+def prepare_corpus(corpus: str, work: Path, shared: Path, train_pairs: int = 8000,
+                   eval_pairs: int = 500) -> Path:
+    """The data-bin of ``corpus`` under ``work``, built once per setting (``train_pairs``,
+    ``eval_pairs``: the built-in corpus's training and valid/test sizes); a ``work`` built with
+    other settings is rebuilt, never silently reused."""
+    raw, data_bin, stamp = work / "raw", work / "data-bin", work / "corpus.json"
+    settings = {"corpus": corpus, **({"train_pairs": train_pairs, "eval_pairs": eval_pairs}
+                                     if corpus == "builtin" else {})}
+    if (data_bin / "manifest.json").exists() and stamp.exists() and \
+            json.loads(stamp.read_text()) == settings:
         return data_bin
+    shutil.rmtree(raw, ignore_errors=True)
     if corpus == "builtin":
         src, tgt, vocab = "src", "tgt", "1000"
         subprocess.run([sys.executable, ROOT / "scripts/make_synthetic_corpus.py", "--out", raw,
-                        "--train", str(train_pairs)], check=True)
+                        "--train", str(train_pairs), "--valid", str(eval_pairs),
+                        "--test", str(eval_pairs)], check=True)
     else:
         src, tgt, vocab = "en", "de", "4000"
         raw.mkdir(parents=True, exist_ok=True)
@@ -139,6 +147,7 @@ def prepare_corpus(corpus: str, work: Path, shared: Path, train_pairs: int = 800
                     "--tgt", tgt, "--train", raw / "train", "--valid", raw / "valid",
                     "--test", raw / "test", "--dest", data_bin, "--vocab-size", vocab,
                     "--overwrite"], check=True, capture_output=True)
+    stamp.write_text(json.dumps(settings))
     return data_bin
 
 
@@ -164,6 +173,8 @@ def main():
     ap.add_argument("--corpus", choices=("builtin", "news"), default="builtin")
     ap.add_argument("--train-pairs", type=positive_int, default=8000,
                     help="training pairs of the built-in corpus")
+    ap.add_argument("--eval-pairs", type=positive_int, default=500,
+                    help="valid and test pairs of the built-in corpus (the test split is decoded)")
     ap.add_argument("--shared", default=str(ROOT.parent / "shared"),
                     help="the shared data directory (--corpus news)")
     ap.add_argument("--ssan-system", action="append", default=[], metavar="NAME=FLAGS",
@@ -190,7 +201,8 @@ def main():
             [*MODEL, *TRAINING]
     work = Path(args.workdir).resolve() / args.corpus
     work.mkdir(parents=True, exist_ok=True)
-    data_bin = prepare_corpus(args.corpus, work, Path(args.shared), args.train_pairs)
+    data_bin = prepare_corpus(args.corpus, work, Path(args.shared), args.train_pairs,
+                              args.eval_pairs)
     _, idle_rss = run_measured([sys.executable, "-c", "import fairseq, ssan_plugin"])
 
     results = {name: {"train_wps": [], "peak_rss_mib": [], **{k: [] for k in modes}}

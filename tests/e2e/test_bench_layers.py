@@ -69,13 +69,18 @@ def test_layer_bench_eval_mode_toy_size(tmp_path):
 def test_model_bench_toy_size(tmp_path):
     """benchmarks/bench_ssan.py on a small built-in corpus: the baseline, SSAN and an extra SSAN
     system (--ssan-system) trained, every decoding mode timed --decode-repeats times per system
-    (once here: the suite's slowest test), ratios printed and in the JSON."""
+    (once here), ratios printed and in the JSON; 40 test sentences (--eval-pairs) keep the
+    free decoding of these undertrained models short."""
     import json
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_ssan import prepare_corpus
 
     out = tmp_path / "bench.json"
     proc = subprocess.run(
         [sys.executable, ROOT / "benchmarks" / "bench_ssan.py", "--workdir", tmp_path / "work",
-         "--train-pairs", "300", "--updates", "20", "--repeats", "1", "--decode-repeats", "1",
+         "--train-pairs", "300", "--eval-pairs", "40", "--updates", "20", "--repeats", "1",
+         "--decode-repeats", "1",
          "--ssan-system", "narrow=--ssan-policy-dim 64", "--json", out],
         capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
@@ -93,6 +98,19 @@ def test_model_bench_toy_size(tmp_path):
     assert "| measure | baseline | ssan | narrow | ssan / baseline | narrow / baseline |" in proc.stdout
     assert "| teacher-forced scoring sentences/s |" in proc.stdout  # the RESULTS table's form
     assert not list((tmp_path / "work").rglob("*.pt"))  # checkpoints removed
+
+    # the corpus the options asked for; a work directory built with other sizes is rebuilt
+    work = tmp_path / "work" / "builtin"
+    lines = {split: len((work / "raw" / f"{split}.src").read_text().splitlines())
+             for split in ("train", "valid", "test")}
+    assert lines == {"train": 300, "valid": 40, "test": 40}
+    built = (work / "data-bin" / "manifest.json").stat().st_mtime_ns
+    assert prepare_corpus("builtin", work, tmp_path, 300, 40) == work / "data-bin"
+    assert (work / "data-bin" / "manifest.json").stat().st_mtime_ns == built  # reused
+    prepare_corpus("builtin", work, tmp_path, 300, 30)
+    assert len((work / "raw" / "test.src").read_text().splitlines()) == 30
+    manifest = json.loads((work / "data-bin" / "manifest.json").read_text())
+    assert manifest["counts"]["test"]["kept"] == 30, manifest["counts"]
 
 
 def test_paired_steps_toy_size(tmp_path):

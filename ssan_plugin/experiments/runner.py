@@ -352,15 +352,20 @@ class Runner:
     def check_borrowed_data(self, pair: Pair, data: Path) -> None:
         """Before this plan trains on ``pair``: its prepared data equals, file by file
         (:func:`data_fingerprint`), the data of every runner it borrows runs of the pair from,
-        where that data exists; PipelineError naming the first differing file otherwise."""
+        where that data exists; PipelineError naming the first differing file otherwise. Where
+        it does not exist, a ``[data]`` line in the log says that nothing was compared."""
         if self.dry_run or pair.name in self._data_checked:
             return
+        unchecked = set()
         for run in self.plan.runs():
             if run.pair.name != pair.name or run.borrowed is None:
                 continue
             source, their_run = self.source(run)
             theirs = source.data_dir(their_run.pair)
-            if not (theirs / "manifest.json").is_file() or theirs.resolve() == data.resolve():
+            if not (theirs / "manifest.json").is_file():
+                unchecked.add((run.borrowed.plan, relativize_text(str(theirs))))
+                continue
+            if theirs.resolve() == data.resolve():
                 continue
             a, b = data_fingerprint(data), data_fingerprint(theirs)
             if a != b:
@@ -369,6 +374,9 @@ class Runner:
                                     f"{run.study.name} borrows from {run.borrowed.plan}) in "
                                     f"{first}: the borrowed runs were trained on other data; "
                                     f"prepare both with the same code and options")
+        for plan, theirs in sorted(unchecked):
+            print(f"[data] {pair.name}: not compared with the data of the runs borrowed from "
+                  f"{plan}: {theirs} is not on this machine", flush=True)
         self._data_checked.add(pair.name)
 
     def pooled_report(self, study: Study, pair: Pair, data: Path):

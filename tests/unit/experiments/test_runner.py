@@ -148,7 +148,7 @@ def test_selection_statistics_are_archived_once_with_relative_paths(tmp_path, mo
     assert runner.analyse(runs["s/a/other@1"]) is None and len(calls) == 1
 
 
-def test_own_data_must_equal_the_data_of_borrowed_runs(tmp_path):
+def test_own_data_must_equal_the_data_of_borrowed_runs(tmp_path, capsys):
     from ssan_plugin.experiments.runner import data_fingerprint
 
     plan = Plan.load(source_and_borrower(tmp_path))
@@ -166,6 +166,15 @@ def test_own_data_must_equal_the_data_of_borrowed_runs(tmp_path):
     with pytest.raises(PipelineError, match=r"differs from .* in text/train.spm.src: the "
                                             r"borrowed runs were trained on other data"):
         runner.check_borrowed_data(plan.pairs["a"], mine)
+    assert "[data]" not in capsys.readouterr().out
+    # their data is not on this machine: nothing to compare, and the log says so, once
+    (theirs / "manifest.json").unlink()
+    runner.check_borrowed_data(plan.pairs["a"], mine)
+    runner.check_borrowed_data(plan.pairs["a"], mine)
+    said = [l for l in capsys.readouterr().out.splitlines() if l.startswith("[data]")]
+    assert len(said) == 1 and said[0].startswith("[data] a: not compared with the data of the "
+                                                 "runs borrowed from ") \
+        and said[0].endswith(f"{theirs} is not on this machine"), said
 
 
 # ------------------------------------------------------------------ children

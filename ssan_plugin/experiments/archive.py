@@ -58,11 +58,17 @@ def relativize_text(text: str, root: Path = ROOT) -> str:
 
 def project_path(path, root: Path = ROOT) -> str:
     """``path`` relative to the project root when it lies inside it (as a user types it from
-    the root, and as archives name it), else as given."""
-    try:
-        return str(Path(path).resolve().relative_to(Path(root).resolve()))
-    except ValueError:
-        return str(path)
+    the root, and as archives name it), else as given. Inside is judged on the path as written
+    first (``runs`` may be a link to another disk: ``ROOT/runs/x`` is still ``runs/x``), then
+    with links resolved (a link into the project)."""
+    root = Path(root)
+    for mine, theirs in ((Path(os.path.abspath(path)), Path(os.path.abspath(root))),
+                         (Path(path).resolve(), root.resolve())):
+        try:
+            return str(mine.relative_to(theirs))
+        except ValueError:
+            continue
+    return str(path)
 
 
 def relativize_tree(directory: Path, root: Path = ROOT) -> int:

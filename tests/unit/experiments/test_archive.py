@@ -105,3 +105,11 @@ def test_project_path_is_relative_inside_the_project_only(tmp_path):
     assert project_path(root, root) == "."
     beside = tmp_path / "work" / "shared"  # beside the project, not in it: as given
     assert project_path(beside, root) == str(beside)
+    # runs/ a link to another disk: still named as inside the project, never by its target
+    disk = tmp_path / "disk" / "runs"
+    (disk / "y").mkdir(parents=True)
+    (root / "runs2").symlink_to(disk, target_is_directory=True)
+    assert project_path(root / "runs2" / "y", root) == "runs2/y"
+    # a link into the project from outside it: named by where it lands
+    (tmp_path / "into").symlink_to(root / "runs", target_is_directory=True)
+    assert project_path(tmp_path / "into" / "x", root) == "runs/x"

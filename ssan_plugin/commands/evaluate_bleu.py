@@ -12,7 +12,10 @@ are also pooled per group, and each is compared with the first group's system of
 (a sentence-level p: it describes that seed). Per group against the first: the seed mean and
 sd, the per-seed deltas, and the verdict, the seed-level test (95 % interval over seeds and
 sentences, p, Holm-corrected p over the groups; --aso adds Almost Stochastic Order over the
-seeds as a second opinion); the pooled sentence-level bootstrap is shown, labelled. --source FILE
+seeds as a second opinion); the pooled sentence-level bootstrap is shown, labelled.
+--planned-seeds GROUP=N (as the experiment runner passes it) says how many seeds a plan runs of
+GROUP: while GROUP or the baseline has fewer, the verdict reads "interim: K of N seeds" (a plan
+is read at its seeds, not at each look). --source FILE
 (raw source of any test set) makes checkpoints translate it with the data-bin's preprocessing
 and adds BLEU by source length (also from the data-bin's own raw test source when unchanged).
 
@@ -51,6 +54,12 @@ from ssan_plugin.commands import command_prog
 
 
 prog = command_prog(__file__)  # this command's name, as it was started
+
+
+def _planned_seeds(text: str):
+    """``GROUP=N`` -> ``(group, n)``, n a positive integer."""
+    name, count = named_path("N")(text)
+    return name, positive_int(count)
 
 
 class _AppendSystem(argparse.Action):
@@ -114,6 +123,10 @@ def parse_args(argv=None):
                     help="GROUP@SEED systems: also Almost Stochastic Order over the seeds' BLEU "
                          "(deepsig; eps_min, below 0.5 leans to the group) against the first "
                          "group")
+    ap.add_argument("--planned-seeds", action="append", default=[], type=_planned_seeds,
+                    metavar="GROUP=N",
+                    help="the seeds a plan runs of GROUP (repeatable): until GROUP and the "
+                         "baseline have theirs, the verdict is interim")
     ap.add_argument("--skip-recorded-data-check", action="store_true",
                     help="do not compare the dictionaries of the data dir recorded in a "
                          "checkpoint with --data's (embedding sizes are always compared)")
@@ -126,6 +139,10 @@ def parse_args(argv=None):
     if args.data is None and any(spec.kind == "checkpoint" for spec in args.systems):
         ap.error("--system NAME=CHECKPOINT needs --data (the data-bin it was trained on); "
                  "without --data only --hyp NAME=FILE can be scored")
+    named = [name for name, _ in args.planned_seeds]
+    twice = sorted({name for name in named if named.count(name) > 1})
+    if twice:
+        ap.error(f"--planned-seeds names {', '.join(twice)} more than once")
     if args.data is not None and args.tgt_lang is not None:
         ap.error("--tgt-lang is only for scoring without --data (the manifest names the "
                  "target language)")
@@ -178,7 +195,8 @@ def main(argv=None):
                                  too_long=args.too_long),
         paired=args.paired or "bs", paired_n=args.paired_n,
         skip_recorded_data_check=args.skip_recorded_data_check, tgt_lang=args.tgt_lang,
-        source=args.source, by_length_png=args.by_length_png, aso=args.aso)
+        source=args.source, by_length_png=args.by_length_png, aso=args.aso,
+        planned_seeds=dict(args.planned_seeds))
     guard(cfg, args.overwrite)
     if any(spec.kind == "checkpoint" for spec in cfg.systems):
         register()  # checkpoints translating --source are loaded in this process

@@ -363,7 +363,7 @@ class Runner:
             source, their_run = self.source(run)
             theirs = source.data_dir(their_run.pair)
             if not (theirs / "manifest.json").is_file():
-                unchecked.add((run.borrowed.plan, relativize_text(str(theirs))))
+                unchecked.add((relativize_text(run.borrowed.plan), relativize_text(str(theirs))))
                 continue
             if theirs.resolve() == data.resolve():
                 continue
@@ -400,6 +400,10 @@ class Runner:
                "--hyp-dir", out_json.parent, "--overwrite"]  # the table, rewritten as runs finish
         for h in hyps:
             cmd += ["--hyp", h]
+        for name in dict.fromkeys(h.split("@")[0] for h in hyps):  # verdicts interim till then
+            planned = sum(self.plan.planned(study, pair.name, self.plan.systems[name], seed)
+                          for seed in self.plan.all_seeds())
+            cmd += ["--planned-seeds", f"{name}={planned}"]
         log = self.results_path(study, pair, "log")
         if not self.dry_run:
             log.unlink(missing_ok=True)

@@ -163,6 +163,20 @@ def verdict(entry: dict, alpha: float = 0.05, higher_is_better: bool = True) -> 
     return "no difference shown"
 
 
+def interim_label(seeds: int, planned: Optional[int], baseline_seeds: int,
+                  baseline_planned: Optional[int]) -> Optional[str]:
+    """The verdict's stand-in while a plan's seeds are not all in: ``interim: N of M seeds``
+    (the group short of its ``planned`` seeds) or ``interim: baseline N of M seeds``; None once
+    both groups have their planned seeds, or where nothing is planned. A plan is read at its
+    seeds, not at each look: deciding at whichever look first crosses 0.05 calls true nulls
+    significant more often than the test's 5 %."""
+    if planned is not None and seeds < planned:
+        return f"interim: {seeds} of {planned} seeds"
+    if baseline_planned is not None and baseline_seeds < baseline_planned:
+        return f"interim: baseline {baseline_seeds} of {baseline_planned} seeds"
+    return None
+
+
 def seed_level_cells(entry: dict, digits: int = 2) -> List[str]:
     """Table cells of a seed-level entry: Δ [95 % interval], p, p Holm, per-seed Δ, same sign
     (dashes when the groups have too few seeds for the test)."""

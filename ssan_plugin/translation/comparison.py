@@ -13,7 +13,7 @@
   sentence scores.
 """
 
-from typing import List, Sequence
+from typing import List, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -25,16 +25,31 @@ from .textio import PipelineError
 
 
 def pooled_groups(names: Sequence[str], stats: Sequence[np.ndarray], score: ScoreFn,
-                  n_samples: int, seed: int, aso: bool = False) -> List[dict]:
+                  n_samples: int, seed: int, aso: bool = False,
+                  planned: Optional[Mapping[str, int]] = None) -> List[dict]:
     """One entry per group: ``name``, ``systems``, ``n_seeds``, ``mean_bleu``, ``std_bleu``
     (sample standard deviation over seeds, 0 for one seed), and for groups after the first,
     against the first group: ``delta``, ``p_value`` (sentence-level: the pooled paired
     bootstrap, seeds held fixed) and ``identical``; ``seed_level``
     (``seed_groups.seed_level_entry``; empty with fewer than two seeds a side) and ``verdict``
     (``seed_groups.verdict``); with ``aso``, ``seed_level["aso"]``: Almost Stochastic Order
-    of the group's seed BLEU over the first group's (``significance.almost_stochastic_order``)."""
+    of the group's seed BLEU over the first group's (``significance.almost_stochastic_order``).
+    ``planned``: {group: the seeds its plan runs}; while a tested group or the baseline has
+    fewer, its verdict is ``seed_groups.interim_label``'s (a group named there but absent, or
+    with more seeds than planned, is a PipelineError)."""
+    planned = dict(planned or {})
+    groups = seed_groups.pooled_groups(names, stats, score, n_samples, seed, aso)
+    sizes = {g.name: len(g.members) for g in groups}
+    unknown = sorted(set(planned) - set(sizes))
+    if unknown:
+        raise PipelineError(f"planned seeds for {', '.join(unknown)}: no such group among "
+                            f"{', '.join(sizes)}")
+    over = [f"{name} has {sizes[name]} seeds, {n} planned" for name, n in planned.items()
+            if sizes[name] > n]
+    if over:
+        raise PipelineError("more seeds than planned: " + "; ".join(over))
     entries = []
-    for group in seed_groups.pooled_groups(names, stats, score, n_samples, seed, aso):
+    for group in groups:
         mean, std = seed_groups.mean_std([score(stats[i].sum(0)) for i in group.members])
         entry = {"name": group.name, "systems": [names[i] for i in group.members],
                  "n_seeds": len(group.members), "mean_bleu": mean, "std_bleu": std}
@@ -42,7 +57,10 @@ def pooled_groups(names: Sequence[str], stats: Sequence[np.ndarray], score: Scor
             entry.update(delta=group.test.delta, p_value=group.test.p_value,
                          identical=group.test.identical)
             entry["seed_level"] = seed_groups.seed_level_entry(group)
-            entry["verdict"] = seed_groups.verdict(entry["seed_level"])
+            base = groups[0].name
+            interim = entry["seed_level"] and seed_groups.interim_label(
+                sizes[group.name], planned.get(group.name), sizes[base], planned.get(base))
+            entry["verdict"] = interim or seed_groups.verdict(entry["seed_level"])
         entries.append(entry)
     return entries
 

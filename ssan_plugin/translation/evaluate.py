@@ -34,7 +34,7 @@ import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from .checkpoints import check_checkpoint
 from .decode import GenerateOptions, decode
@@ -65,6 +65,7 @@ class EvalConfig:
     paired_n: int = 0  # 0: sacrebleu's default (1000 resamples / 10000 trials)
     skip_recorded_data_check: bool = False
     aso: bool = False  # groups: also Almost Stochastic Order over the seeds (deepsig)
+    planned_seeds: Dict[str, int] = field(default_factory=dict)  # groups: interim verdicts
     tgt_lang: Optional[str] = None  # without data: the target language (default: ref suffix)
     source: Optional[str] = None  # raw source of the test set: checkpoints translate it
     by_length_png: Optional[str] = None  # default: beside json_out, NAME.by_length.png
@@ -285,7 +286,8 @@ def evaluate(cfg: EvalConfig) -> dict:
     report = {"signature": bleu.get_signature().format(), "significance": significance,
               "systems": systems}
     if grouped:
-        report["groups"] = pooled_groups(names, stats, score, n_bs, DEFAULT_SEED, aso=cfg.aso)
+        report["groups"] = pooled_groups(names, stats, score, n_bs, DEFAULT_SEED, aso=cfg.aso,
+                                         planned=cfg.planned_seeds)
         significance["groups"] = (
             "verdict: seed-level test (seeds with replacement, paired by seed, and one sentence "
             "multiset per resample; standard error corrected for the seed count, Student t on "

@@ -25,7 +25,7 @@ Every function works on whatever is archived: no run, some, or all.
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -33,6 +33,7 @@ import numpy as np
 
 from ...cli.errors import PipelineError
 from ...analysis.report import DISTANCE_BUCKETS, WORD_CLASSES, distance_bucket
+from ...stats.seed_groups import interim_label
 from ..archive import relativize_text
 from .archives import archive_json, archived_record, archived_value, curve_records
 from .bench import PROCESS_MEASURES, layers_table_by_kind
@@ -104,6 +105,16 @@ class SelectorRow:
     chrf: List[float]
     selection: List[float]  # evaluation selection rate per seed that logs one
     comparison: Optional[Comparison] = None
+    planned: List[int] = field(default_factory=list)  # the seeds the plan runs or borrows
+    interim: Optional[str] = None  # seed_groups.interim_label while seeds are missing
+
+    @property
+    def verdict(self) -> str:
+        """The comparison's verdict once this system and the baseline have their planned
+        seeds; before, :attr:`interim` (the test is shown, the plan is read at its seeds)."""
+        if self.comparison is None:
+            return ""
+        return self.interim or self.comparison.verdict
 
 
 def selector_rows(plan, study: str, pair: str, table: str = "selectors",
@@ -133,7 +144,8 @@ def selector_rows(plan, study: str, pair: str, table: str = "selectors",
             bleu=[archived_value(runs[s][0] / "test.json", "systems", 0, "bleu") for s in seeds],
             chrf=[archived_value(runs[s][0] / "test.json", "systems", 0, "chrf") for s in seeds],
             selection=[r for r in (evaluation_selection_rate(runs[s][0]) for s in seeds)
-                       if r is not None])
+                       if r is not None],
+            planned=planned_seeds(plan, study, pair, system))
         if system != base_name:
             row.comparison = seed_comparison(
                 found[base_name], runs, stats_of, score, table=table, label=f"{study} {pair}",
@@ -142,6 +154,10 @@ def selector_rows(plan, study: str, pair: str, table: str = "selectors",
                 comparisons.append(row.comparison)
         rows.append(row)
     apply_holm(comparisons)
+    base = rows[0]
+    for row in rows[1:]:
+        row.interim = interim_label(len(row.seeds), len(row.planned), len(base.seeds),
+                                    len(base.planned))
     return rows
 
 
@@ -149,7 +165,8 @@ def verdict_table(rows: Sequence[SelectorRow]) -> str:
     """Markdown, one row per system: its seeds, BLEU mean ± sd over seeds, chrF mean, Δ BLEU
     against the baseline with the seed-level 95 % interval (on the seeds both have, when the
     system's are among the baseline's), p, Holm-corrected p over the table, per-seed Δ, how
-    many share Δ's sign, the verdict, and the evaluation selection rate (mean ± sd over seeds)."""
+    many share Δ's sign, the verdict (:attr:`SelectorRow.verdict`: interim until the plan's
+    seeds are in), and the evaluation selection rate (mean ± sd over seeds)."""
     tests = sum(r.comparison is not None for r in rows)
     out = [f"| system | seeds | BLEU mean ± sd | chrF mean | Δ BLEU vs baseline [95% interval, "
            f"seeds and sentences] | p (seeds) | p (Holm, {tests} tests) | per-seed Δ | same "
@@ -178,7 +195,7 @@ def verdict_table(rows: Sequence[SelectorRow]) -> str:
             cells = [f"{res.delta:+.2f} [{low:+.2f}, {high:+.2f}]", f"{res.p_value:.3g}",
                      f"{c.p_holm:.3g}", per_seed,
                      f"{res.same_sign}/{len(res.per_seed)}" if res.per_seed else "",
-                     c.verdict]
+                     r.verdict]
         out.append(f"| {name} | {seeds} | {bleu} | {chrf} | " + " | ".join(cells)
                    + f" | {sel} |")
     return "\n".join(out)

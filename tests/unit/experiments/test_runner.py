@@ -94,6 +94,8 @@ def test_borrowed_runs_are_never_trained_and_status_names_their_source(tmp_path,
     pooled = [line for line in printed.splitlines() if "--hyp base@1=" in line]
     assert pooled and str(tmp_path / "src_archive" / "s" / "a" / "base@1" / "base@1.test.tgt") \
         in pooled[0]
+    # the plan's seeds of each decoded system, so that its verdicts stay interim until then
+    assert pooled[0].endswith("--planned-seeds base=2") and "gumbel=" not in pooled[0]
 
 
 def test_selection_statistics_are_archived_once_with_relative_paths(tmp_path, monkeypatch):

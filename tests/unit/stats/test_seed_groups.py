@@ -68,3 +68,13 @@ def test_mean_std_is_the_sample_deviation():
     assert mean_std([57.66, 57.75, 58.15]) == pytest.approx(
         (statistics.mean([57.66, 57.75, 58.15]), statistics.stdev([57.66, 57.75, 58.15])))
     assert mean_std([31.2]) == (31.2, 0.0)
+
+
+def test_interim_label_until_both_groups_have_their_planned_seeds():
+    from ssan_plugin.stats.seed_groups import interim_label
+
+    assert interim_label(2, 5, 5, 5) == "interim: 2 of 5 seeds"
+    assert interim_label(5, 5, 3, 5) == "interim: baseline 3 of 5 seeds"
+    assert interim_label(2, 5, 3, 5) == "interim: 2 of 5 seeds"  # the group's own first
+    assert interim_label(5, 5, 5, 5) is None
+    assert interim_label(2, None, 2, None) is None  # nothing planned: no plan to wait for

@@ -59,6 +59,20 @@ def test_groups_of_seeds():
     assert ssan["seed_level"]["delta"] == pytest.approx(ssan["delta"])
     assert ssan["verdict"] == "better"
     assert copy["seed_level"] == {} and copy["verdict"] == "too few seeds"
+    # a plan's seeds: the verdict waits for every planned seed of the group and the baseline
+    def verdicts(planned):
+        return [g.get("verdict") for g in pooled_groups(names, stats, ratio, n_samples=200,
+                                                         seed=1, planned=planned)]
+    assert verdicts({"base": 3, "ssan": 3, "copy": 1}) == [None, "better", "too few seeds"]
+    assert verdicts({"ssan": 4}) == [None, "interim: 3 of 4 seeds", "too few seeds"]
+    assert verdicts({"base": 5, "ssan": 3}) == [None, "interim: baseline 3 of 5 seeds",
+                                                "too few seeds"]
+    with pytest.raises(PipelineError, match="planned seeds for nosuch: no such group among "
+                                            "base, ssan, copy"):
+        verdicts({"nosuch": 2})
+    with pytest.raises(PipelineError, match="more seeds than planned: ssan has 3 seeds, 2 "
+                                            "planned"):
+        verdicts({"ssan": 2})
 
 
 def test_plot_by_length_writes_a_png(tmp_path):

@@ -64,6 +64,30 @@ def test_hypothesis_files_scored_without_data(tmp_path, capsys):
     assert "delta" in report["systems"][1] and "p_value" in report["systems"][1]
 
 
+def test_planned_seeds_keep_a_verdict_interim(tmp_path, capsys):
+    """Groups of seeds: with --planned-seeds a group (or the baseline) short of its plan's seeds
+    gets no verdict yet; a bad --planned-seeds is a usage error, an unknown group one line."""
+    ref = write(tmp_path / "test.de", REF_DE)
+    hyps = {"base@1": HYP_A, "base@2": HYP_B, "x@1": REF_DE, "x@2": REF_DE}
+    args = ["--ref", str(ref)]
+    for name, lines in hyps.items():
+        args += ["--hyp", f"{name}={write(tmp_path / (name + '.de'), lines)}"]
+    out = tmp_path / "r.json"
+    assert EVALUATE.main(args + ["--json", str(out), "--planned-seeds", "x=3"]) == 0
+    assert read_json(out)["groups"][1]["verdict"] == "interim: 2 of 3 seeds"
+    assert "| interim: 2 of 3 seeds |" in capsys.readouterr().out
+    assert EVALUATE.main(args + ["--json", str(out), "--overwrite", "--planned-seeds", "x=2",
+                                 "--planned-seeds", "base=2"]) == 0
+    assert not read_json(out)["groups"][1]["verdict"].startswith("interim")
+    for bad, message in ((["x=0"], "--planned-seeds: "), (["x"], "expected NAME=N"),
+                         (["x=2", "x=3"], "--planned-seeds names x more than once")):
+        with pytest.raises(SystemExit) as exit_info:
+            EVALUATE.main(args + [a for b in bad for a in ("--planned-seeds", b)])
+        assert exit_info.value.code == 2 and message in capsys.readouterr().err
+    assert EVALUATE.main(args + ["--planned-seeds", "y=2"]) == 2
+    assert "planned seeds for y: no such group among base, x" in capsys.readouterr().err
+
+
 def test_without_data_no_compound_column_for_other_languages(tmp_path):
     ref = write(tmp_path / "test.en", ["A dog runs on well-kept grass."])
     hyp = write(tmp_path / "h.en", ["A dog runs on grass."])

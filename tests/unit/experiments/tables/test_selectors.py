@@ -161,6 +161,18 @@ def test_the_verdict_table_from_borrowed_and_own_runs(archive, tmp_path):
     row_p = {r.system: r.comparison.p_holm for r in rows if r.comparison is not None}
     assert row_p == pytest.approx(holm)
     assert topk[6] == f"{holm['topk']:.3g}" and gumbel[6] == f"{holm['gumbel']:.3g}"
+    # topk has every planned seed: its verdict; gumbel has 2 of the plan's 3: no verdict yet,
+    # whatever its p (the plan is read at its seeds, not at each look)
+    expected = ("no difference shown" if holm["topk"] >= 0.05 else
+                "**better**" if np.mean(deltas) > 0 else "**worse**")
+    assert topk[9] == expected
+    assert gumbel[9] == "interim: 2 of 3 seeds"
+    interim = next(r for r in rows if r.system == "gumbel")
+    interim.comparison.p_holm = 0.001  # even a tiny p is no verdict while seeds are missing
+    assert table_row(verdict_table(rows), "gumbel")[9] == "interim: 2 of 3 seeds"
+    interim.interim = None  # as if its plan were seeds 1 and 2
+    assert table_row(verdict_table(rows), "gumbel")[9] == (
+        "**better**" if interim.comparison.result.delta > 0 else "**worse**")
 
     gate = table_row(table, "gate")
     assert gate[1] == "2" and gate[2] == f"{runs[('gate', 2)]['bleu']:.2f}"

@@ -38,8 +38,7 @@ def pooled_groups(names: Sequence[str], stats: Sequence[np.ndarray], score: Scor
     fewer, its verdict is ``seed_groups.interim_label``'s (a group named there but absent, or
     with more seeds than planned, is a PipelineError)."""
     planned = dict(planned or {})
-    groups = seed_groups.pooled_groups(names, stats, score, n_samples, seed, aso)
-    sizes = {g.name: len(g.members) for g in groups}
+    sizes = {name: len(members) for name, members in seed_groups.group_order(names).items()}
     unknown = sorted(set(planned) - set(sizes))
     if unknown:
         raise PipelineError(f"planned seeds for {', '.join(unknown)}: no such group among "
@@ -48,6 +47,7 @@ def pooled_groups(names: Sequence[str], stats: Sequence[np.ndarray], score: Scor
             if sizes[name] > n]
     if over:
         raise PipelineError("more seeds than planned: " + "; ".join(over))
+    groups = seed_groups.pooled_groups(names, stats, score, n_samples, seed, aso)
     entries = []
     for group in groups:
         mean, std = seed_groups.mean_std([score(stats[i].sum(0)) for i in group.members])

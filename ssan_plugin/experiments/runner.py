@@ -381,12 +381,13 @@ class Runner:
 
     def pooled_report(self, study: Study, pair: Pair, data: Path):
         """Rewrite the study's table for ``pair`` from every decoded run (baseline first)."""
-        hyps = []
+        hyps, planned = [], {}  # planned: the seeds each decoded system's plan runs
         for name in study.systems:
             for seed in self.plan.all_seeds():
                 run = Run(study=study, pair=pair, system=self.plan.systems[name], seed=seed)
                 if not self.plan.planned(study, pair.name, run.system, seed):
                     continue
+                planned[name] = planned.get(name, 0) + 1
                 hyp = self.decoded(run)
                 if hyp is not None:
                     hyps.append(f"{name}@{seed}={hyp}")
@@ -401,9 +402,7 @@ class Runner:
         for h in hyps:
             cmd += ["--hyp", h]
         for name in dict.fromkeys(h.split("@")[0] for h in hyps):  # verdicts interim till then
-            planned = sum(self.plan.planned(study, pair.name, self.plan.systems[name], seed)
-                          for seed in self.plan.all_seeds())
-            cmd += ["--planned-seeds", f"{name}={planned}"]
+            cmd += ["--planned-seeds", f"{name}={planned[name]}"]
         log = self.results_path(study, pair, "log")
         if not self.dry_run:
             log.unlink(missing_ok=True)

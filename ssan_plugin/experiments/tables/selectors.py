@@ -25,7 +25,7 @@ Every function works on whatever is archived: no run, some, or all.
 """
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -105,8 +105,7 @@ class SelectorRow:
     chrf: List[float]
     selection: List[float]  # evaluation selection rate per seed that logs one
     comparison: Optional[Comparison] = None
-    planned: List[int] = field(default_factory=list)  # the seeds the plan runs or borrows
-    interim: Optional[str] = None  # seed_groups.interim_label while seeds are missing
+    interim: Optional[str] = None  # seed_groups.interim_label while planned seeds are missing
 
     @property
     def verdict(self) -> str:
@@ -144,8 +143,7 @@ def selector_rows(plan, study: str, pair: str, table: str = "selectors",
             bleu=[archived_value(runs[s][0] / "test.json", "systems", 0, "bleu") for s in seeds],
             chrf=[archived_value(runs[s][0] / "test.json", "systems", 0, "chrf") for s in seeds],
             selection=[r for r in (evaluation_selection_rate(runs[s][0]) for s in seeds)
-                       if r is not None],
-            planned=planned_seeds(plan, study, pair, system))
+                       if r is not None])
         if system != base_name:
             row.comparison = seed_comparison(
                 found[base_name], runs, stats_of, score, table=table, label=f"{study} {pair}",
@@ -154,10 +152,11 @@ def selector_rows(plan, study: str, pair: str, table: str = "selectors",
                 comparisons.append(row.comparison)
         rows.append(row)
     apply_holm(comparisons)
-    base = rows[0]
+    def planned(system):
+        return len(planned_seeds(plan, study, pair, system))
     for row in rows[1:]:
-        row.interim = interim_label(len(row.seeds), len(row.planned), len(base.seeds),
-                                    len(base.planned))
+        row.interim = interim_label(len(row.seeds), planned(row.system), len(rows[0].seeds),
+                                    planned(base_name))
     return rows
 
 

@@ -6,7 +6,7 @@ same data, same number of updates.
 Corpora (``--corpus``): ``builtin``, the demo's synthetic corpus (short sentences;
 ``--train-pairs`` and ``--eval-pairs`` size its splits), and
 ``news``, news-length text: newstest2013 En-De from ``--shared`` (3,000 sentence pairs, split
-2,600 / 200 / 200 in file order, sentencepiece 4,000), about 30 source pieces a sentence.
+2,600 / 200 / 200 in file order, sentencepiece 4,000), about 34 source pieces a training sentence.
 
 Runs alternate (baseline, ssan, baseline, ssan, ...) so that machine noise hits both; each
 measure is the median over repeats. Trainings are repeated ``--repeats`` times; decoding, a

@@ -7,6 +7,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, TypeVar
 
 import numpy as np
 
+from ...stats import seed_groups
 from ...stats.significance import ScoreFn, holm, seed_level_test
 
 Run = TypeVar("Run")  # whatever names one archived run to a table's ``stats_of``
@@ -28,11 +29,12 @@ class Comparison:
 
     @property
     def verdict(self) -> str:
+        """``stats.seed_groups.verdict`` of the row's Holm-corrected test, 'better' / 'worse' in
+        bold; empty before :func:`apply_holm`."""
         if self.p_holm is None:
             return ""
-        if self.p_holm < 0.05:
-            return "**better**" if self.result.delta > 0 else "**worse**"
-        return "no difference shown"
+        word = seed_groups.verdict({"p_holm": self.p_holm, "delta": self.result.delta})
+        return word if word == "no difference shown" else f"**{word}**"
 
 
 def apply_holm(rows: Sequence[Comparison]) -> None:

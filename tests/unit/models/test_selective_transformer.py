@@ -94,6 +94,20 @@ def test_ssan_transformer_is_the_family_with_gumbel(tiny_bin, tmp_path):
     ours.load_state_dict(torch.load(tmp_path / "ssan.pt", weights_only=True), strict=True)
 
 
+@pytest.mark.parametrize("flags", [["--encoder-selector", "topk", "--topk", "2"],
+                                   ["--encoder-selector", "entmax", "--entmax-fixed-alpha"]])
+def test_a_selector_without_parameters_starts_from_the_baselines_weights(tiny_bin, flags):
+    """Same seed, same initial weights as fairseq's transformer: a seed's baseline and selector
+    runs differ by the selection alone (RESULTS.md's per-seed reading relies on it)."""
+    torch.manual_seed(0)
+    _, baseline, _ = build(tiny_bin, ["--arch", "transformer"])
+    torch.manual_seed(0)
+    _, ours, _ = build(tiny_bin, ["--arch", "selective_transformer", *flags, *CRITERION])
+    theirs_state, our_state = baseline.state_dict(), ours.state_dict()
+    assert list(theirs_state) == list(our_state)
+    assert all(torch.equal(theirs_state[k], our_state[k]) for k in our_state)
+
+
 def test_soft_is_ssan_selection_soft(tiny_bin):
     torch.manual_seed(0)
     task, ssan, _ = build(tiny_bin, ["--arch", "ssan_transformer", "--ssan-selection", "soft", *CRITERION])

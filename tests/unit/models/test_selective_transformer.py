@@ -98,7 +98,7 @@ def test_ssan_transformer_is_the_family_with_gumbel(tiny_bin, tmp_path):
                                    ["--encoder-selector", "entmax", "--entmax-fixed-alpha"]])
 def test_a_selector_without_parameters_starts_from_the_baselines_weights(tiny_bin, flags):
     """Same seed, same initial weights as fairseq's transformer: a seed's baseline and selector
-    runs differ by the selection alone (RESULTS.md's per-seed reading relies on it)."""
+    runs start alike (examples/selectors/RESULTS.md's En-Ro reading relies on it)."""
     torch.manual_seed(0)
     _, baseline, _ = build(tiny_bin, ["--arch", "transformer"])
     torch.manual_seed(0)

@@ -3,12 +3,16 @@
 
     scripts/make_results.py            # rewrite every generated block in place
     scripts/make_results.py --check    # exit 1 when a committed block differs (what the test runs)
+    scripts/make_results.py --only examples/stability/RESULTS.md   # that file only
+    scripts/make_results.py --root DIR # the archives and RESULTS files of another copy
 
 Each RESULTS file marks its generated tables with <!-- begin generated: KEY --> ...
 <!-- end generated: KEY -->; the prose around them is written by hand. Every verdict is the
 seed-level test (ssan_plugin.stats.significance.seed_level_test) with Holm's correction over the
 comparisons of its table. Needs the test references of ../shared/data (the translation runs)
 and makes the built-in corpus (scripts/make_synthetic_corpus.py, deterministic) when missing.
+A damaged archive (a truncated or invalid file, a missing key, a number that is not finite)
+stops it with one line naming the file and the key or position, exit status 2, nothing written.
 """
 
 import argparse
@@ -21,17 +25,18 @@ from tqdm import tqdm
 from ssan_plugin.cli.arguments import ArgumentParser, script_main
 
 ROOT = Path(__file__).resolve().parents[1]
-TRANSLATION_PLAN = ROOT / "examples" / "translation" / "experiments.json"
-STABILITY_PLAN = ROOT / "examples" / "stability" / "demo_plan.json"
+# below: paths relative to the root the tables are made from (--root, default this checkout)
+TRANSLATION_PLAN = Path("examples") / "translation" / "experiments.json"
+STABILITY_PLAN = Path("examples") / "stability" / "demo_plan.json"
 
 
-def translation_blocks():
+def translation_blocks(root: Path):
     from ssan_plugin.experiments.plan import Plan
     from ssan_plugin.experiments.tables.translation import runs_table, translation_comparisons
     from ssan_plugin.experiments.tables.verdicts import (power_table, spread_ratio_table,
                                                          verdict_table)
 
-    plan = Plan.load(TRANSLATION_PLAN)
+    plan = Plan.load(root / TRANSLATION_PLAN, root)
     rows = translation_comparisons(plan, "translation")
     order = {"post-norm En-De": 0, "post-norm En-Ro": 1, "post-norm En-Ja": 2,
              "pre-norm En-De": 3}
@@ -41,10 +46,10 @@ def translation_blocks():
     return {"translation-verdicts": verdict_table(rows),
             "translation-power": power_table(ssan),
             "translation-spread": spread_ratio_table(ssan),
-            "translation-runs": runs_table(plan), **translation_cost_blocks()}
+            "translation-runs": runs_table(plan), **translation_cost_blocks(root)}
 
 
-TRANSLATION_BENCH = ROOT / "examples" / "translation" / "bench"
+TRANSLATION_BENCH = Path("examples") / "translation" / "bench"
 COST_BLOCKS = (  # (block key, archive of make bench, table maker name)
     ("translation-cost-process-builtin", "process.builtin.json", "process_table"),
     ("translation-cost-process-news", "process.news.json", "process_table"),
@@ -55,16 +60,17 @@ COST_BLOCKS = (  # (block key, archive of make bench, table maker name)
 )
 
 
-def translation_cost_blocks():
+def translation_cost_blocks(root: Path):
     """The cost tables of `make bench`'s archive (examples/translation/bench/), each whose
     archive exists; a block whose archive is missing stays unfilled, which main() refuses."""
     from ssan_plugin.experiments.tables import bench
 
-    return {key: getattr(bench, maker)(TRANSLATION_BENCH / name)
-            for key, name, maker in COST_BLOCKS if (TRANSLATION_BENCH / name).is_file()}
+    folder = root / TRANSLATION_BENCH
+    return {key: getattr(bench, maker)(folder / name)
+            for key, name, maker in COST_BLOCKS if (folder / name).is_file()}
 
 
-def stability_blocks():
+def stability_blocks(root: Path):
     from ssan_plugin.experiments.plan import Plan
     from ssan_plugin.experiments.runner import Runner
     from ssan_plugin.experiments.tables.stability import (calibration_table, seed_spreads,
@@ -72,17 +78,17 @@ def stability_blocks():
     from ssan_plugin.experiments.tables.translation import translation_comparisons
     from ssan_plugin.experiments.tables.verdicts import verdict_table
 
-    plan = Plan.load(STABILITY_PLAN)
-    pair = plan.pairs["builtin"]
-    if not (Path(pair.raw) / f"test.{pair.tgt}").is_file():  # the deterministic corpus
-        Runner(plan, ROOT / "runs" / "stability").prepare_raw(pair)
-    spreads = seed_spreads(plan, "start", "builtin")
+    plan = Plan.load(root / STABILITY_PLAN, root)
+    spreads = seed_spreads(plan, "start", "builtin")  # the archive only: checked first
     if not spreads:
         return {}
+    pair = plan.pairs["builtin"]
+    if not (Path(pair.raw) / f"test.{pair.tgt}").is_file():  # the deterministic corpus
+        Runner(plan, root / "runs" / "stability").prepare_raw(pair)
     rows = translation_comparisons(plan, "stability")
     blocks = {"stability-demo-spread": spread_table(spreads),
               "stability-demo-verdicts": verdict_table(rows)}
-    calibration = sorted((ROOT / "examples" / "stability" / "calibration").glob("*.json"))
+    calibration = sorted((root / "examples" / "stability" / "calibration").glob("*.json"))
     if calibration:
         blocks["stability-calibration"] = calibration_table(calibration)
     return blocks
@@ -96,16 +102,16 @@ SRL_SPECS = (  # (comparison, baseline runs, system runs) of examples/srl/experi
 )
 
 
-def srl_blocks():
+def srl_blocks(root: Path):
     """Every table of examples/srl/RESULTS.md: each archived run's dev predictions rescored
     once against the EWT dev gold (and checked against its result.json), curves from its
     curve.jsonl; the seed-level verdicts over SRL_SPECS."""
     from ssan_plugin.experiments.tables import srl
     from ssan_plugin.experiments.tables.verdicts import verdict_table
 
-    dev = ROOT.parent / "shared" / "data" / "srl" / "ewt" / "dev.gold_conll"
-    gold = srl.srl_gold_props(dev, ROOT / "runs" / "results" / "srl.dev.gold.props")
-    runs = srl.SrlArchive(ROOT / "examples" / "srl" / "experiments", gold)
+    dev = root.parent / "shared" / "data" / "srl" / "ewt" / "dev.gold_conll"
+    gold = srl.srl_gold_props(dev, root / "runs" / "results" / "srl.dev.gold.props")
+    runs = srl.SrlArchive(root / "examples" / "srl" / "experiments", gold)
     rows = srl.srl_comparisons(runs, SRL_SPECS)
 
     def f1(*names, digits=1, key="f1"):  # curve rows: (label, run, valid key, digits)
@@ -187,7 +193,7 @@ def srl_blocks():
     return blocks
 
 
-def pairs_blocks():
+def pairs_blocks(root: Path):
     """Every table of examples/pairs/RESULTS.md: each archived run's test predictions rescored
     once against SICK TRIAL (the test split; checked against its result.json); each encoder
     against SAN, and each encoder's translation start against its scratch start, seed level,
@@ -196,8 +202,8 @@ def pairs_blocks():
 
     encoders = ("san", "ssan", "disan", "biblosan", "resa")
     targets, inits = ("entailment", "relatedness"), ("scratch", "translation")
-    runs = pairs.PairsArchive(ROOT / "examples" / "pairs" / "experiments",
-                              ROOT.parent / "shared" / "data" / "nli" / "sick" / "valid.tsv")
+    runs = pairs.PairsArchive(root / "examples" / "pairs" / "experiments",
+                              root.parent / "shared" / "data" / "nli" / "sick" / "valid.tsv")
     against_san = [(f"{t}, {i}", (t, i, "san"), (t, i, e))
                    for t in targets for i in inits for e in encoders[1:]]
     transfer = [(f"{t}, {e}", (t, "scratch", e), (t, "translation", e))
@@ -209,23 +215,27 @@ def pairs_blocks():
                 pairs.pair_comparisons(runs, transfer, "transfer"))}
 
 
-def readme_blocks():
+def readme_blocks(root: Path):
     """The demo's table as a fresh `make demo` printed it (examples/stability/demo_run.json,
     written by `scripts/demo.py --record`; a test pins its recipe to the demo's); the
     calibration of the significance tests (examples/significance/: simulated.json and
     sentences.*.json, from scripts/calibrate_significance.py --json)."""
-    import json
-
+    from ssan_plugin.experiments.tables.archives import archive_json, archived_value
+    from ssan_plugin.experiments.tables.blocks import ResultsError
     from ssan_plugin.experiments.tables.calibration import sentence_level_table, simulated_table
 
     blocks = {}
-    path = ROOT / "examples" / "stability" / "demo_run.json"
+    path = root / "examples" / "stability" / "demo_run.json"
     if path.is_file():
-        record = json.loads(path.read_text())
-        printed = "\n".join(record["printed"]).strip("\n")
+        record = archive_json(path)
+        lines = archived_value(path, "printed", number=False, data=record)
+        if not (isinstance(lines, list) and all(isinstance(x, str) for x in lines)):
+            raise ResultsError(f"{path}: key 'printed' must be a list of lines")
+        printed = "\n".join(lines).strip("\n")
+        minutes = archived_value(path, "minutes", data=record)
         blocks["demo-run"] = (f"```\n{printed}\n```\n\nMeasured on an idle 2-core machine, "
-                              f"{record['minutes']:.1f} minutes after installation.")
-    calibration = ROOT / "examples" / "significance"
+                              f"{minutes:.1f} minutes after installation.")
+    calibration = root / "examples" / "significance"
     if (calibration / "simulated.json").is_file():
         blocks["significance-simulated"] = simulated_table(calibration / "simulated.json")
     sentences = sorted(calibration.glob("sentences.*.json"))
@@ -234,7 +244,7 @@ def readme_blocks():
     return blocks
 
 
-def selectors_blocks():
+def selectors_blocks(root: Path):
     """The selector head-to-head (examples/selectors/experiments.json, study prenorm on En-De,
     then study postnorm on En-Ro for the selectors the rule carries forward):
     verdicts against the baseline, with the baseline and gumbel read from the translation
@@ -245,73 +255,86 @@ def selectors_blocks():
     from ssan_plugin.experiments.plan import Plan
     from ssan_plugin.experiments.tables.selectors import selector_blocks
 
-    plan = Plan.load(ROOT / "examples" / "selectors" / "experiments.json")
+    plan = Plan.load(root / "examples" / "selectors" / "experiments.json", root)
     # the pre-registered rule for En-Ro: SSAN and the two other selectors with the lowest mean
     # best validation loss on En-De (examples/selectors/RESULTS.md, "Which selectors go on")
-    return selector_blocks(plan, "prenorm", "en-de", ROOT / "examples" / "selectors" / "bench",
+    return selector_blocks(plan, "prenorm", "en-de", root / "examples" / "selectors" / "bench",
                            keep=("gumbel",), choose=2, next_pair=("postnorm", "en-ro"))
 
 
-def variants_blocks():
+def variants_blocks(root: Path):
     """The efficiency study of examples/variants/README.md from its bench_encoder_layers.csv
     (benchmarks/bench_encoder_layers.py with its defaults, the last line of `make bench`)."""
     from ssan_plugin.experiments.tables.bench import layers_absolute_table, layers_growth
 
-    path = ROOT / "examples" / "variants" / "bench_encoder_layers.csv"
+    path = root / "examples" / "variants" / "bench_encoder_layers.csv"
     lines = "\n".join(f"- {line}" for line in layers_growth(path))
     return {"variants-layers": f"{layers_absolute_table(path)}\n\n{lines}"}
 
 
-def analysis_blocks():
+def analysis_blocks(root: Path):
     """The analysis report (examples/analysis/archive/: run_analysis.sh's JSON files and its
     systems.json) and its models' scores from the translation archive."""
     from ssan_plugin.experiments.tables.analysis import analysis_blocks as blocks
 
-    return blocks(ROOT / "examples" / "analysis" / "archive",
-                  ROOT / "examples" / "translation" / "experiments")
+    return blocks(root / "examples" / "analysis" / "archive",
+                  root / "examples" / "translation" / "experiments")
 
 
-FILES = {
-    ROOT / "README.md": readme_blocks,
-    ROOT / "examples" / "srl" / "RESULTS.md": srl_blocks,
-    ROOT / "examples" / "translation" / "RESULTS.md": translation_blocks,
-    ROOT / "examples" / "stability" / "RESULTS.md": stability_blocks,
-    ROOT / "examples" / "pairs" / "RESULTS.md": pairs_blocks,
-    ROOT / "examples" / "selectors" / "RESULTS.md": selectors_blocks,
-    ROOT / "examples" / "analysis" / "RESULTS.md": analysis_blocks,
-    ROOT / "examples" / "variants" / "README.md": variants_blocks,
+FILES = {  # RESULTS file (relative to the root) -> its blocks
+    "README.md": readme_blocks,
+    "examples/srl/RESULTS.md": srl_blocks,
+    "examples/translation/RESULTS.md": translation_blocks,
+    "examples/stability/RESULTS.md": stability_blocks,
+    "examples/pairs/RESULTS.md": pairs_blocks,
+    "examples/selectors/RESULTS.md": selectors_blocks,
+    "examples/analysis/RESULTS.md": analysis_blocks,
+    "examples/variants/README.md": variants_blocks,
 }
 
 
 @script_main(prog="make_results.py")
 def main(argv=None):
+    from ssan_plugin.cli.errors import InputError
     from ssan_plugin.experiments.tables.blocks import block_keys, fill_blocks
 
     ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", action="store_true",
                     help="change nothing; exit 1 when a generated block is out of date")
+    ap.add_argument("--only", action="append", choices=list(FILES), metavar="FILE",
+                    help=f"only this RESULTS file (repeat: several); one of {', '.join(FILES)}")
+    ap.add_argument("--root", type=Path, default=ROOT, metavar="DIR",
+                    help="the project copy whose archives are read and whose RESULTS files are "
+                         "written (default: this checkout; the shared data is DIR/../shared)")
     args = ap.parse_args(argv)
-    stale = []
-    for path, make in tqdm(FILES.items(), desc="results", unit=" files"):
+    root = args.root.absolute()
+    if not (root / "examples").is_dir():
+        raise InputError(f"--root {args.root}: no examples/ folder there (not a copy of the "
+                         f"project)")
+    chosen = {name: make for name, make in FILES.items() if not args.only or name in args.only}
+    stale, made = [], {}
+    # every table is made before any file is written: a damaged archive changes nothing
+    for name, make in tqdm(chosen.items(), desc="results", unit=" files", disable=None):
+        path = root / name
         text = path.read_text(encoding="utf-8")
-        blocks = make()
+        blocks = make(root)
         unmade = [k for k in block_keys(text) if k not in blocks]
         if unmade:  # a table whose archive is gone would otherwise keep its old numbers
-            print(f"make_results.py: {path.relative_to(ROOT)}: nothing to regenerate "
-                  f"{', '.join(unmade)} from (its archive is missing)", file=sys.stderr)
+            print(f"make_results.py: {name}: nothing to regenerate {', '.join(unmade)} from "
+                  f"(its archive is missing)", file=sys.stderr)
             return 1
-        new = fill_blocks(text, blocks)
+        made[name] = (path, text, fill_blocks(text, blocks))
+    for name, (path, text, new) in made.items():
         if new == text:
             continue
-        rel = path.relative_to(ROOT)
         if args.check:
-            stale.append(str(rel))
+            stale.append(name)
             sys.stdout.writelines(difflib.unified_diff(
-                text.splitlines(True), new.splitlines(True), f"{rel} (committed)",
-                f"{rel} (regenerated)"))
+                text.splitlines(True), new.splitlines(True), f"{name} (committed)",
+                f"{name} (regenerated)"))
         else:
             path.write_text(new, encoding="utf-8")
-            print(f"rewrote {rel}")
+            print(f"rewrote {name}")
     if stale:
         print(f"make_results.py: out of date: {', '.join(stale)} (run scripts/make_results.py)",
               file=sys.stderr)

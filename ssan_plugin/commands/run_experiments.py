@@ -9,8 +9,10 @@ same runs when the plan loads) and archive selection statistics per run (plan ke
 of a study and ``selection``; see the runner's docstring).
 
 Kill it at any time and start it again: finished runs are skipped, a killed training resumes
-from its last checkpoint. Pooled tables per study and pair are rewritten in OUT/results/ as
-seeds finish. See ssan_plugin/experiments/plan.py for the plan format, runner.py for the steps.
+from its last checkpoint; its training dies with it (even on SIGKILL), and a run that a live
+process is still training is refused in one line naming it. Pooled tables per study and pair
+are rewritten in OUT/results/ as seeds finish. See ssan_plugin/experiments/plan.py for the plan
+format, runner.py for the steps.
 """
 
 import argparse
@@ -44,11 +46,17 @@ def main(argv=None):
     ap.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     args = ap.parse_args(argv)
     plan = Plan.load(args.plan)
-    # OUT is designed to be added to (a run resumes where it stopped): it may hold earlier
-    # work; the plan may not sit where the runner writes
-    written = set(TOP_LEVEL) | {study.name for study in plan.studies}
+    # OUT and the archive are designed to be added to (a run resumes where it stopped): they
+    # may hold earlier work; the plan may not sit where the runner writes, and the archive
+    # (committed) is never OUT (checkpoints)
+    studies = {study.name for study in plan.studies}
+    written = set(TOP_LEVEL) | studies
+    archived = studies | {"results"}
     guard_outputs([output_dir("--out", args.out, adds=True,
-                              writes=lambda relative: relative.split("/")[0] in written)],
+                              writes=lambda relative: relative.split("/")[0] in written),
+                   plan.archive and output_dir(
+                       "the plan's archive", plan.archive, adds=True,
+                       writes=lambda relative: relative.split("/")[0] in archived)],
                   [Input("--plan", args.plan)], create_parents=not (args.status or args.dry_run))
     runner = Runner(plan, args.out, dry_run=args.dry_run)
     if args.status:

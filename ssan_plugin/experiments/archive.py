@@ -20,22 +20,31 @@ list to :func:`execute`, which
 
 Commands run with their output appended to a log in the run directory; a failure stops the
 runner with the log's path (:class:`RunFailed`). ``dry_run`` prints the commands only.
+
+Children never outlive their runner (:func:`die_with_parent`: a runner killed, even by SIGKILL,
+takes its training with it), and a run directory is locked while its run trains
+(:func:`run_locked`, ``RUN/.lock``, inherited by the run's children): a second runner never
+trains a run that a live process is training.
 """
 
+import ctypes
 import fcntl
 import json
 import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
+import sys
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
 from .train_log import write_curve
+from ..cli.errors import PipelineError
 from ..cli.steps import run_step
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -110,25 +119,69 @@ def step_name(command: Sequence) -> str:
     return Path(command[0]).name
 
 
+#: ``prctl`` option: the signal a process gets when its parent ends (<linux/prctl.h>)
+PR_SET_PDEATHSIG = 1
+
+
+def _libc_prctl():
+    """libc's ``prctl``, or None where there is none (not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+def die_with_parent() -> Optional[Callable[[], None]]:
+    """A ``preexec_fn`` for a child that must not outlive this process: on Linux the kernel
+    sends the child SIGTERM when this process ends, however it ends (SIGKILL included;
+    ``prctl(PR_SET_PDEATHSIG)``), and a child whose parent ended before the call ends at once.
+    None (nothing to do) where ``prctl`` does not exist. Start children from the main thread:
+    the signal follows the thread that started the child."""
+    prctl = _libc_prctl()  # looked up here, not in the forked child
+    if prctl is None:
+        return None
+    parent = os.getpid()
+
+    def set_death_signal() -> None:
+        prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() != parent:  # the parent ended before the call
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return set_death_signal
+
+
+def child_options(pass_fds: Sequence[int] = ()) -> dict:
+    """``subprocess.Popen`` options of every child of a runner: it dies with the runner
+    (:func:`die_with_parent`) and inherits ``pass_fds`` (a run's lock, :func:`run_locked`)."""
+    options = {"preexec_fn": die_with_parent()}
+    if pass_fds:
+        options["pass_fds"] = tuple(pass_fds)
+    return options
+
+
 def run_command(command: Sequence, log_path: Optional[Path] = None, dry_run: bool = False,
-                env: Optional[Dict[str, str]] = None) -> None:
+                env: Optional[Dict[str, str]] = None, pass_fds: Sequence[int] = ()) -> None:
     """Run ``command`` from the project root, its output appended to ``log_path``
     (``cli.steps.run_step``; a failure is RunFailed ``NAME failed (exit N): LAST LINE; full log:
     LOG``, NAME from :func:`step_name`) or shown on the terminal (a failure: RunFailed ``NAME
-    failed (exit N): its output is above``)."""
+    failed (exit N): its output is above``). The child dies with this process and inherits
+    ``pass_fds`` (:func:`child_options`)."""
     log("$ " + shlex.join(map(str, command)))
     if dry_run:
         return
     env = {**os.environ, **(env or {})}
     if log_path is None:  # on the terminal as it is (its own progress bars), nothing to log
-        code = subprocess.run(list(map(str, command)), cwd=ROOT, env=env).returncode
+        code = subprocess.run(list(map(str, command)), cwd=ROOT, env=env,
+                              **child_options(pass_fds)).returncode
         if code != 0:
             raise RunFailed(f"{step_name(command)} failed (exit {code}): its output is above")
         return
     header = f"\n# {time.strftime('%Y-%m-%d %H:%M:%S')} $ {shlex.join(map(str, command))}\n"
     # appended: a resumed run keeps its history
     run_step(step_name(command), command, log_path, append=True, header=header, error=RunFailed,
-             cwd=ROOT, env=env)
+             cwd=ROOT, env=env, **child_options(pass_fds))
 
 
 @contextmanager
@@ -141,6 +194,28 @@ def locked(out: Path, runner: str):
         except BlockingIOError:
             raise SystemExit(f"another {runner} is running on {out} (one training at a time)")
         yield
+
+
+#: the lock file of a run directory (:func:`run_locked`)
+RUN_LOCK = ".lock"
+
+
+@contextmanager
+def run_locked(directory: Path, run: str, error=PipelineError):
+    """Hold the lock of run directory ``directory`` (``DIRECTORY/.lock``, created with it)
+    while run ``run`` trains; yields the lock's file descriptor, which the run's children
+    inherit (:func:`child_options`), so that the lock lasts while the runner or a child of it
+    lives. Taken already: ``error`` (one line naming the run) at once, nothing started."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / RUN_LOCK, "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise error(f"{run} is being trained by another live process (it holds "
+                        f"{directory / RUN_LOCK}); wait for it to end, or stop it, then run "
+                        f"again") from None
+        yield lock.fileno()
 
 
 @dataclass
@@ -178,14 +253,16 @@ def execute(runs: Sequence[Run], out: Path, archive: Path, env: Dict[str, str],
         save = out / "runs" / run.name
         save.mkdir(parents=True, exist_ok=True)
         started = time.time()
-        if not (save / "TRAINED").exists():
-            resumed = (save / "checkpoint_last.pt").exists()
-            log(f"{head}: {'resuming' if resumed else 'training'}")
-            run_command(run.train(save), save / "train.log", dry_run, env)
-            if not dry_run:
-                (save / "TRAINED").write_text(time.strftime("%Y-%m-%d %H:%M:%S\n"))
-        for command in run.evaluate(save):
-            run_command(command, save / "evaluate.log", dry_run, env)
+        with nullcontext() if dry_run else run_locked(save, run.name, SystemExit) as lock:
+            fds = () if lock is None else (lock,)  # the run's children hold its lock too
+            if not (save / "TRAINED").exists():
+                resumed = (save / "checkpoint_last.pt").exists()
+                log(f"{head}: {'resuming' if resumed else 'training'}")
+                run_command(run.train(save), save / "train.log", dry_run, env, fds)
+                if not dry_run:
+                    (save / "TRAINED").write_text(time.strftime("%Y-%m-%d %H:%M:%S\n"))
+            for command in run.evaluate(save):
+                run_command(command, save / "evaluate.log", dry_run, env, fds)
         if dry_run:
             continue
         result = {"name": run.name, **run.result(save),

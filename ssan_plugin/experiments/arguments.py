@@ -4,20 +4,56 @@ seeds and threads from its plan and has only ``--only``, ``--limit``, ``--status
 ``--dry-run`` of its own.
 
 A refused value is argparse's one line, ``PROG: error: argument --seeds: ...`` (exit 2), as for
-every command (``ssan_plugin.cli.arguments``).
+every command (``ssan_plugin.cli.arguments``); so are ``--out`` and ``--archive`` that cannot
+work together (:func:`run_folders_problem`), before any work starts.
 """
 
 import argparse
+import os
 from pathlib import Path
-from typing import Iterable, List
+from typing import Iterable, List, Optional
 
 from ..cli.arguments import ArgumentParser, positive_int
+from ..cli.errors import InputError
+from ..cli.files import check_output_dir
+
+
+class RunnerParser(ArgumentParser):
+    """A runner's parser: once parsed, ``--out`` and ``--archive`` (:func:`add_run_options`)
+    are checked together (:func:`run_folders_problem`), a problem being argparse's one line."""
+
+    def parse_args(self, args=None, namespace=None):
+        parsed = super().parse_args(args, namespace)
+        if isinstance(getattr(parsed, "out", None), Path) and \
+                isinstance(getattr(parsed, "archive", None), Path):
+            problem = run_folders_problem(parsed.out, parsed.archive)
+            if problem:
+                self.error(problem)
+        return parsed
 
 
 def runner_parser(doc: str) -> ArgumentParser:
     """A runner's parser: the first line of ``doc`` as description, the rest shown as written."""
-    return ArgumentParser(description=doc.strip().split("\n")[0],
-                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    return RunnerParser(description=doc.strip().split("\n")[0],
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def run_folders_problem(out: Path, archive: Path) -> Optional[str]:
+    """Why ``--out`` and ``--archive`` cannot be a seed runner's folders, or None: either exists
+    and is not a directory (or cannot be written), or the archive is ``OUT`` itself or
+    ``OUT/runs``, where the runs train (each kept file would be copied onto itself, and the
+    committed archive would hold the checkpoints)."""
+    try:
+        check_output_dir(out, "--out")
+        check_output_dir(archive, "--archive")
+    except InputError as err:
+        return str(err)
+    same = os.path.realpath(archive)
+    for folder, what in ((out, "the --out folder"), (out / "runs", "where --out's runs train")):
+        if same == os.path.realpath(folder):
+            return (f"--archive {archive} is {what} ({folder}); the archive (committed) and "
+                    f"the working folder (checkpoints) must be two folders")
+    return None
 
 
 def name_list_arg(choices: Iterable[str], what: str):

@@ -8,8 +8,10 @@ runs (:meth:`Plan.runs`) are every (seed, study, pair, system), in that order (s
 everything lands before the next seed starts); a study's first system is its baseline (compared
 against, and the only system another may warm-start from). Paths in a plan are relative to the
 project root. Loading checks every key's type (:func:`check_plan_types`: unknown keys refused,
-names of pairs, systems and studies safe as directory names) and what the keys refer to
-(:meth:`Plan.validate`); an error is one line naming the file and the key.
+names of pairs, systems and studies safe as directory names; :func:`read_plan_json`: no key
+twice in one object) and what the keys refer to (:meth:`Plan.validate`: a study, pair, system
+or seed listed twice, a study without pairs or systems, an archive that is a file are refused);
+an error is one line naming the file and the key.
 
 What each run is, is the commands that make it (:meth:`Plan.planned_commands`: preparation,
 every training stage, decoding, threads), built here from the plan alone; the runner runs them.
@@ -129,14 +131,7 @@ class Plan:
         """Read a plan; relative ``raw`` paths are relative to the project root. A plan that
         borrows runs loads the plans it borrows from and checks the borrowed runs' commands
         (:meth:`check_borrowed`)."""
-        try:
-            with open(path, encoding="utf-8") as f:
-                raw = json.load(f)
-        except json.JSONDecodeError as err:
-            raise PipelineError(f"{path}:{err.lineno}:{err.colno}: not valid JSON ({err.msg})") \
-                from None
-        except UnicodeDecodeError:
-            raise PipelineError(f"{path}: not UTF-8 text") from None
+        raw = read_plan_json(path)
         check_plan_types(raw, path)
         try:
             pairs = {name: Pair(name=name, **spec) for name, spec in raw["pairs"].items()}
@@ -169,7 +164,17 @@ class Plan:
             raise PipelineError(f"{path}: updates.base must be >= 1 and updates.more >= 0")
         if not self.seeds:
             raise PipelineError(f"{path}: no seeds")
+        _refuse_twice(self.seeds, "seeds lists seed", path)
+        if self.archive is not None and Path(self.archive).exists() and \
+                not Path(self.archive).is_dir():
+            raise PipelineError(f"{path}: archive {self.archive} exists and is not a directory")
+        _refuse_twice([s.name for s in self.studies], "studies lists the study", path)
         for study in self.studies:
+            for key, listed in (("pairs", study.pairs), ("systems", study.systems)):
+                if not listed:
+                    raise PipelineError(f"{path}: study {study.name!r} has no {key} (a study "
+                                        f"needs one at least{BASELINE_NOTE[key]})")
+                _refuse_twice(listed, f"study {study.name!r} lists {key[:-1]}", path)
             for p in study.pairs:
                 if p not in self.pairs:
                     raise PipelineError(f"{path}: study {study.name!r} names unknown pair {p!r}")
@@ -191,6 +196,8 @@ class Plan:
                 if listed is not None and not listed:  # types: check_plan_types
                     raise PipelineError(f"{path}: study {study.name!r}: seeds must be a "
                                         f"non-empty list of integers, got {listed!r}")
+                if listed is not None:
+                    _refuse_twice(listed, f"study {study.name!r} lists seed", path)
             for name in study.borrow:
                 if name not in study.systems:
                     raise PipelineError(f"{path}: study {study.name!r} borrows {name!r}, which "
@@ -202,6 +209,10 @@ class Plan:
                                         f"whose runs study {study.name!r} borrows (their "
                                         f"checkpoints are another runner's): train {warm!r} "
                                         f"here or borrow {name!r} too")
+        for system in self.systems.values():
+            for key in ("pairs", "seeds"):
+                _refuse_twice(getattr(system, key) or [], f"systems.{system.name}.{key} lists "
+                                                          f"{key[:-1]}", path)
         if self.selection is not None:
             for name in self.selection.systems or ():
                 if name not in self.systems:
@@ -401,6 +412,70 @@ class Plan:
                 "--validate-interval-updates", str(self.save_interval),
                 "--keep-interval-updates", "1", "--no-epoch-checkpoints",
                 "--log-format", "json", "--log-interval", "50"]
+
+
+BASELINE_NOTE = {"pairs": "", "systems": "; the first is its baseline"}
+
+
+def _refuse_twice(names, what: str, path) -> None:
+    """PipelineError ``PATH: WHAT NAME twice`` for the first name listed twice: each would make
+    its runs twice."""
+    twice = next((name for k, name in enumerate(names) if name in names[:k]), None)
+    if twice is not None:
+        raise PipelineError(f"{path}: {what} {twice!r} twice")
+
+
+class _KeyTwice(dict):
+    """A JSON object that holds the key ``twice`` more than once (the last value kept, as
+    ``json`` keeps it)."""
+
+    twice: str = ""
+
+
+def _note_keys_twice(pairs) -> dict:
+    """``object_pairs_hook`` of :func:`read_plan_json`: the object, marked when a key repeats."""
+    obj = dict(pairs)
+    if len(obj) == len(pairs):
+        return obj
+    keys = [key for key, _ in pairs]
+    marked = _KeyTwice(obj)
+    marked.twice = next(key for k, key in enumerate(keys) if key in keys[:k])
+    return marked
+
+
+def _key_twice(value, where: str = "the plan"):
+    """(where, key) of the first object of ``value`` with a key twice, else None; ``where``
+    spelt as the type errors spell it (``systems``, ``studies[0].borrow``)."""
+    if isinstance(value, _KeyTwice):
+        return where, value.twice
+    items = value.items() if isinstance(value, dict) else \
+        enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        inner = (f"{where}[{key}]" if isinstance(key, int) else
+                 key if where == "the plan" else f"{where}.{key}")
+        found = _key_twice(item, inner)
+        if found is not None:
+            return found
+    return None
+
+
+def read_plan_json(path):
+    """A plan file's JSON; PipelineError, one line naming the file, for text that is not UTF-8,
+    not JSON (with its line and column) or with a key twice in one object (``json`` would keep
+    the second silently: a system defined twice loses its first definition)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            raw = json.load(f, object_pairs_hook=_note_keys_twice)
+    except json.JSONDecodeError as err:
+        raise PipelineError(f"{path}:{err.lineno}:{err.colno}: not valid JSON ({err.msg})") \
+            from None
+    except UnicodeDecodeError:
+        raise PipelineError(f"{path}: not UTF-8 text") from None
+    found = _key_twice(raw)
+    if found is not None:
+        raise PipelineError(f"{path}: {found[0]} has the key {found[1]!r} twice (JSON would "
+                            f"keep only the last, silently)")
+    return raw
 
 
 def _resolve(path: str, root) -> str:

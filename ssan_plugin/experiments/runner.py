@@ -24,8 +24,11 @@ For every run of the plan (seed, study, pair, system, in that order):
 Resumable: a step is done when its output exists (``train.done``, ``test.json``); a killed
 training resumes from its ``checkpoint_last.pt`` (fairseq's own resume; checkpoints every
 ``save_interval`` updates). Finished runs are appended to ``OUT/runs.jsonl`` with their times.
-One child process at a time. A dry run prints the commands and creates, changes and deletes
-nothing.
+One child process at a time, and it dies with the runner (``archive.die_with_parent``: a runner
+killed, even by SIGKILL, leaves no training behind). A run directory is locked while its run
+trains and decodes (``archive.run_locked``: ``RUN/.lock``, held by the runner and inherited by
+the run's children), so a second runner refuses, in one line naming the run, a run that a live
+process is training. A dry run prints the commands and creates, changes and deletes nothing.
 
 Archive (plan key ``archive``, a directory relative to the project root, meant to be committed):
 a decoded run's small outputs (``train.json`` summary, ``curve.jsonl`` with fairseq's train and
@@ -58,10 +61,11 @@ import os
 import shutil
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from .archive import locked, relativize_text, step_name
+from .archive import child_options, locked, relativize_text, run_locked, step_name
 from .plan import ROOT, Pair, Plan, Run, Study
 from .train_log import parse_record, record_updates, training_summary, write_curve
 from ..cli.errors import PipelineError
@@ -104,6 +108,7 @@ class Runner:
         self.bin_dir = Path(python).parent
         self._sources: Dict[tuple, "Runner"] = {}
         self._data_checked: set = set()
+        self._held: Tuple[int, ...] = ()  # the lock of the run in progress (its children's too)
 
     def source(self, run: Run) -> Tuple["Runner", Run]:
         """The other plan's runner (on its ``out``) and run, for a borrowed ``run``."""
@@ -171,14 +176,31 @@ class Runner:
     def _child(self, cmd, log: Path, progress=None):
         """Run one child from the project root (``cli.steps.run_step``), its output appended
         to ``log`` after a ``$ COMMAND`` line; ``progress(line)`` sees each line. A failure is
-        StepError ``NAME failed (exit N): LAST LINE; full log: LOG`` (``archive.step_name``)."""
+        StepError ``NAME failed (exit N): LAST LINE; full log: LOG`` (``archive.step_name``).
+        The child dies with the runner and inherits the lock of the run in progress
+        (``archive.child_options``)."""
         cmd = [str(c) for c in cmd]
         if self.dry_run:  # creates nothing, not even the log's folder
             print("would run:", " ".join(cmd))
             return
         env = dict(os.environ, OMP_NUM_THREADS=str(self.plan.threads), PYTHONUNBUFFERED="1")
         run_step(step_name(cmd), cmd, log, progress, append=True, header=f"$ {' '.join(cmd)}\n",
-                 env=env, cwd=ROOT)
+                 env=env, cwd=ROOT, **child_options(self._held))
+
+    @contextmanager
+    def _run_lock(self, run: Run):
+        """Hold ``run``'s lock (``archive.run_locked``) while it trains and decodes, passed to
+        its children; PipelineError naming the run when a live process holds it. A dry run
+        takes none."""
+        if self.dry_run:
+            yield
+            return
+        with run_locked(run.directory(self.out), run.key) as lock:
+            held, self._held = self._held, (*self._held, lock)
+            try:
+                yield
+            finally:
+                self._held = held
 
     # ------------------------------------------------------------------ steps
     def prepare_raw(self, pair: Pair) -> Path:
@@ -276,7 +298,8 @@ class Runner:
         save = source.parent
         print(f"[rebuild] {baseline.key}: its first {self.plan.base_updates} updates again, "
               f"for {run.key}'s warm start", flush=True)
-        self._fairseq_train(baseline, data, save, self.plan.base_updates)
+        with self._run_lock(baseline):
+            self._fairseq_train(baseline, data, save, self.plan.base_updates)
         shutil.copyfile(save / "checkpoint_last.pt", source)
 
     def decode(self, run: Run, data: Path, save: Path) -> Path:
@@ -475,8 +498,9 @@ class Runner:
             self.check_borrowed_data(run.pair, data)
             if not (save / "train.done").is_file():
                 trained += 1
-            self.train(run, data)
-            self.decode(run, data, save)
+            with self._run_lock(run):
+                self.train(run, data)
+                self.decode(run, data, save)
             self.archive(run)
             self.analyse(run)
             self.pooled_report(run.study, run.pair, data)  # results as they come

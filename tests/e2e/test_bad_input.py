@@ -6,11 +6,16 @@ directory / empty / invalid UTF-8 / byte-order-marked file, unwritable output, f
 directory checkpoint, unprepared split, gold props out of step with the data): a few cases as
 real processes, the others through the script's main(argv) in-process with argparse's program
 name set as the process would have it (a subprocess costs seconds of torch/fairseq import); the
-remaining out-of-range options of the issue are checked in-process too. Also here: fairseq-generate on sentences
-longer than the model's positions, and how preparation and decoding report them.
+remaining out-of-range options are checked in-process too. Also here: fairseq-generate on sentences
+longer than the model's positions, and how preparation and decoding report them. The table
+also holds the experiment runner's plan mistakes (a key or a study twice, a study without
+systems, an archive that is OUT or a file) and scripts/make_results.py on a damaged copy of the
+committed archives (``--root``: a truncated or invalid file, a NaN or infinite BLEU).
 """
 
+import json
 import re
+import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -19,7 +24,7 @@ from types import SimpleNamespace
 import pytest
 
 import ssan_plugin  # noqa: F401
-from conftest import PLUGIN_DIR, TINY_MODEL, message_lines, run_cli
+from conftest import PLUGIN_DIR, ROOT, SHARED_DATA, TINY_MODEL, message_lines, require_shared, run_cli
 from helpers.srl_cli import PROPS, WORDS
 from helpers.srl_cli import prepare as prepare_srl
 from helpers.translation_testlib import ENV, load_script, script_command, script_file, train_tiny
@@ -33,6 +38,8 @@ def files(tmp_path_factory, tiny_bin):
     """Hostile files, an SRL data dir, a translation checkpoint."""
     d = tmp_path_factory.mktemp("bad")
     (d / "dir").mkdir()
+    (d / "no_dict").mkdir()  # a language pair in the file names, no dictionaries
+    (d / "no_dict" / "train.src-tgt.src.idx").write_bytes(b"")
     (d / "empty.pt").write_bytes(b"")
     (d / "file").write_text("x\n")
     (d / "latin1.txt").write_bytes("gr\u00fcn\n".encode() + b"gr\xfcn\n")
@@ -77,6 +84,74 @@ def prep_mt(f, *extra, dest=None):
     return ["prepare_translation.py", "--src", "en", "--tgt", "de", "--train", raw / "train",
             "--valid", raw / "valid", "--test", raw / "test",
             "--dest", dest or f["d"] / "mt_bin", "--vocab-size", "30", *extra]
+
+
+def run_plan(f, name, edit=None, text=None, out="runner_out"):
+    """ssan-run-experiments (dry run) on a plan of the tiny corpus, edited as a dict (``edit``)
+    or as text (``text``), written as ``d/NAME.json``."""
+    plan = {"seeds": [1], "updates": {"base": 2, "more": 1}, "train": ["--max-tokens", "100"],
+            "pairs": {"a": {"raw": str(f["raw"]), "src": "en", "tgt": "de"}},
+            "systems": {"base": {"arch": "transformer", "criterion": "cross_entropy"},
+                        "ssan": {"arch": "ssan_transformer", "criterion": "cross_entropy"}},
+            "studies": [{"name": "s", "pairs": ["a"], "systems": ["base", "ssan"]}]}
+    if edit is not None:
+        edit(plan)
+    path = f["d"] / f"{name}.json"
+    path.write_text((text or (lambda t: t))(json.dumps(plan)))
+    return ["run_experiments.py", "--plan", path, "--out", f["d"] / out, "--dry-run"]
+
+
+def damaged_results(f, name, only, copied, damage, shared=None):
+    """scripts/make_results.py --check on a copy of the committed archives (``copied``, paths
+    under the project root) in ``d/NAME/main``, ``damage(root)`` done to it; the shared data
+    beside the copy (a link) when the tables need it."""
+    if shared is not None:
+        require_shared(shared)
+    root = f["d"] / name / "main"
+    if root.parent.exists():  # built again for each call
+        shutil.rmtree(root.parent)
+    for relative in copied:
+        source, target = ROOT / relative, root / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, target)
+        else:
+            shutil.copyfile(source, target)
+    if shared is not None:
+        (root.parent / "shared").symlink_to(SHARED_DATA.parent, target_is_directory=True)
+    damage(root)
+    return ["make_results.py", "--check", "--root", root, "--only", only]
+
+
+def edit_json(path, edit):
+    record = json.loads(path.read_text(encoding="utf-8"))
+    edit(record)
+    path.write_text(json.dumps(record), encoding="utf-8")  # NaN, Infinity as json writes them
+
+
+def truncate(path, keep=0.5):
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text[:int(len(text) * keep)], encoding="utf-8")
+
+
+STABILITY_RUN = "examples/stability/experiments/start/builtin/baseline@1"
+
+
+def stability(f, name, damage):
+    """make_results.py on the stability page, ``damage(run)`` done to its first run."""
+    return damaged_results(f, name, "examples/stability/RESULTS.md", ["examples/stability"],
+                           lambda root: damage(root / STABILITY_RUN))
+
+
+def set_bleu(value):
+    return lambda run: edit_json(run / "test.json",
+                                 lambda r: r["systems"][0].update(bleu=value))
+
+
+def demo_record(f, name, damage):
+    return damaged_results(f, name, "README.md", ["README.md", "examples/stability/demo_run.json",
+                                                  "examples/significance"],
+                           lambda root: damage(root / "examples/stability/demo_run.json"))
 
 
 # (id, argv builder, what the message must name)
@@ -134,8 +209,61 @@ CASES = [
     ("warm_start_dir", lambda f: ["warm_start.py", "--base", f["d"] / "dir", "--arch",
                                   "ssan_transformer", "--out", f["d"] / "w.pt"],
      "--base {d}/dir is a directory"),
+    ("warm_start_empty_data", lambda f: ["warm_start.py", "--base", f["mt"], "--arch",
+                                         "ssan_transformer", "--out", f["d"] / "w.pt", "--data",
+                                         f["d"] / "dir"],
+     "--data {d}/dir is not a fairseq data-bin: no SPLIT.SRC-TGT.LANG.idx file gives the "
+     "language pair; give the data-bin the base was trained on"),
+    ("warm_start_data_no_dict", lambda f: ["warm_start.py", "--base", f["mt"], "--arch",
+                                           "ssan_transformer", "--out", f["d"] / "w.pt", "--data",
+                                           f["d"] / "no_dict"],
+     "--data {d}/no_dict has no dict.src.txt or dict.tgt.txt"),
     ("corpus_size", lambda f: ["make_synthetic_corpus.py", "--out", f["d"] / "c", "--train", "0"],
      "argument --train: must be an integer >= 1, got '0'"),
+    # ssan-run-experiments: plans that would train the wrong runs, or crash later
+    ("runner_system_twice", lambda f: run_plan(f, "twice", text=lambda t: t.replace(
+        '"ssan": {', '"ssan": {"arch": "x", "criterion": "y"}, "ssan": {')),
+     "{d}/twice.json: systems has the key 'ssan' twice (JSON would keep only the last, "
+     "silently)"),
+    ("runner_study_twice", lambda f: run_plan(f, "study_twice", lambda p: p["studies"].append(
+        p["studies"][0])), "{d}/study_twice.json: studies lists the study 's' twice"),
+    ("runner_no_systems", lambda f: run_plan(f, "no_systems", lambda p: p["studies"][0].update(
+        systems=[])), "{d}/no_systems.json: study 's' has no systems"),
+    ("runner_archive_is_out", lambda f: run_plan(f, "archive_out", lambda p: p.update(
+        archive=str(f["d"] / "runner_out"))),
+     "--out {d}/runner_out and the plan's archive {d}/runner_out are the same path"),
+    ("runner_archive_is_file", lambda f: run_plan(f, "archive_file", lambda p: p.update(
+        archive=str(f["d"] / "file"))),
+     "{d}/archive_file.json: archive {d}/file exists and is not a directory"),
+    # scripts/make_results.py on a damaged copy of the committed archives
+    ("results_demo_truncated", lambda f: demo_record(f, "demo_truncated", truncate),
+     "{d}/demo_truncated/main/examples/stability/demo_run.json is not valid JSON ("),
+    ("results_demo_minutes_nan", lambda f: demo_record(
+        f, "demo_nan", lambda path: edit_json(path, lambda r: r.update(minutes=float("nan")))),
+     "demo_run.json: key 'minutes' must be a finite number, found nan"),
+    ("results_bleu_nan", lambda f: stability(f, "bleu_nan", set_bleu(float("nan"))),
+     f"{STABILITY_RUN}/test.json: key 'systems.0.bleu' must be a finite number, found nan"),
+    ("results_bleu_inf", lambda f: stability(f, "bleu_inf", set_bleu(float("inf"))),
+     f"{STABILITY_RUN}/test.json: key 'systems.0.bleu' must be a finite number, found inf"),
+    ("results_test_json_truncated", lambda f: stability(
+        f, "test_truncated", lambda run: truncate(run / "test.json")),
+     f"{STABILITY_RUN}/test.json is not valid JSON (Expecting"),
+    ("results_curve_truncated", lambda f: stability(
+        f, "curve_truncated", lambda run: truncate(run / "curve.jsonl", 0.3)),
+     f"{STABILITY_RUN}/curve.jsonl:"),
+    ("results_train_json_invalid", lambda f: stability(
+        f, "train_invalid", lambda run: (run / "train.json").write_text("{'best_valid_loss': 2}")),
+     f"{STABILITY_RUN}/train.json is not valid JSON (Expecting property name"),
+    ("results_analysis_truncated", lambda f: damaged_results(
+        f, "analysis", "examples/analysis/RESULTS.md",
+        ["examples/analysis", "examples/translation/experiments"],
+        lambda root: truncate(root / "examples/analysis/archive/probe_wrd.ssan.json")),
+     "examples/analysis/archive/probe_wrd.ssan.json: not JSON ("),
+    ("results_result_json_truncated", lambda f: damaged_results(
+        f, "pairs", "examples/pairs/RESULTS.md", ["examples/pairs"],
+        lambda root: truncate(root / "examples/pairs/experiments/entailment_scratch_san_s1/"
+                                     "result.json"), shared="nli/sick/valid.tsv"),
+     "entailment_scratch_san_s1/result.json is not valid JSON ("),
 ]
 
 
@@ -143,7 +271,7 @@ CASES = [
 # cases call the script's main(argv) in-process, which is the same code without seconds of
 # torch/fairseq import per case
 SUBPROCESS_CASES = {"prep_mt_invalid_utf8", "srl_ckpt_translation", "translate_input_dir",
-                    "corpus_size"}
+                    "corpus_size", "runner_system_twice", "results_demo_truncated"}
 
 
 def run_script(argv):

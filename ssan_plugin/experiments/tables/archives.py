@@ -1,7 +1,10 @@
 """Reading the committed run archives, checked: a missing, truncated or hand-edited file is a
-:class:`ResultsError` naming the file and the key or line, never a traceback or a silent gap."""
+:class:`ResultsError` naming the file and the key or line, never a traceback or a silent gap;
+a number read from an archive is finite (a NaN or infinite BLEU, loss or time is a damaged
+archive, never a figure of a table)."""
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Dict, List
@@ -24,8 +27,8 @@ def archive_json(path: Path):
 
 def archived_value(path: Path, *keys, number: bool = True, data=None):
     """``data`` (default: the JSON of ``path``) at ``keys`` (object keys and list indices),
-    checked: every key present and, with ``number``, a finite-or-not number (not a bool);
-    ResultsError naming the file and the key otherwise."""
+    checked: every key present and, with ``number``, a finite number (not a bool, not NaN or
+    infinite); ResultsError naming the file and the key otherwise."""
     value = archive_json(path) if data is None else data
     walked = []
     for key in keys:
@@ -38,15 +41,22 @@ def archived_value(path: Path, *keys, number: bool = True, data=None):
     if number and (isinstance(value, bool) or not isinstance(value, (int, float))):
         raise ResultsError(f"{path}: key {'.'.join(walked)!r} must be a number, found "
                            f"{value!r}")
+    if number and not math.isfinite(value):
+        raise ResultsError(f"{path}: key {'.'.join(walked)!r} must be a finite number, found "
+                           f"{value!r}")
     return value
 
 
 def archived_record(path: Path, number: int, record, key: str) -> float:
-    """``record[key]`` of line ``number`` of a JSON-lines archive, as a number."""
+    """``record[key]`` of line ``number`` of a JSON-lines archive, as a finite number."""
     try:
-        return float(record[key])
+        value = float(record[key])
     except (KeyError, TypeError, ValueError):
         raise ResultsError(f"{path}:{number}: key {key!r} missing or not a number") from None
+    if not math.isfinite(value):
+        raise ResultsError(f"{path}:{number}: key {key!r} must be a finite number, found "
+                           f"{record[key]!r}")
+    return value
 
 
 def curve_records(run_dir: Path) -> List[dict]:

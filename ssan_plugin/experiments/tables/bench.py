@@ -158,10 +158,13 @@ def _layer_value(rows, path, kind: str, length: int, key: str) -> float:
             if row["status"] != "ok":
                 return math.nan
             try:
-                return float(row[key])
+                value = float(row[key])
             except (TypeError, ValueError):
+                value = math.nan
+            if not math.isfinite(value):
                 raise ResultsError(f"{path}: {kind} at T = {length}: {key} "
-                                   f"{row[key]!r} is not a number") from None
+                                   f"{row[key]!r} is not a number")
+            return value
     return math.nan
 
 

@@ -5,14 +5,17 @@ around the blocks is written by hand."""
 import re
 from typing import Dict, List, Tuple
 
+from ...cli.errors import PipelineError
+
 BEGIN = "<!-- begin generated: {key} -->"
 END = "<!-- end generated: {key} -->"
 _BLOCK = re.compile(r"<!-- begin generated: (?P<key>[\w.-]+) -->\n.*?<!-- end generated: "
                     r"(?P=key) -->", re.S)
 
 
-class ResultsError(ValueError):
-    """An archive or a RESULTS file that does not hold what a table needs (one line)."""
+class ResultsError(PipelineError, ValueError):
+    """An archive or a RESULTS file that does not hold what a table needs: one line naming the
+    file and the key or position; a script prints it as its error (exit status 2)."""
 
 
 # --------------------------------------------------------------------------- blocks

@@ -87,10 +87,13 @@ def evaluation_selection_rate(run_dir: Path) -> Optional[float]:
     if "valid_sel" not in record:
         return None
     try:
-        return float(record["valid_sel"])
+        rate = float(record["valid_sel"])
     except (TypeError, ValueError):
+        rate = math.nan
+    if not math.isfinite(rate):
         raise ResultsError(f"{run_dir / 'curve.jsonl'}: valid_sel {record['valid_sel']!r} is "
-                           f"not a number") from None
+                           f"not a finite number")
+    return rate
 
 
 @dataclass

@@ -102,6 +102,14 @@ def translation_comparisons(plan, table: str, n_samples: int = 1000,
     return rows
 
 
+def _number(text):
+    """A number of fairseq's log (a string there) as a float; the text as it is otherwise."""
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return text
+
+
 def runs_table(plan) -> str:
     """Markdown: every archived run of a plan (study, pair, system, seed order): BLEU, chrF,
     best valid loss, validation selection rate, and against the same seed's baseline the
@@ -135,6 +143,8 @@ def runs_table(plan) -> str:
                             bleu_scorer(ref, tgt)[1])
                         p = "identical" if result.identical else f"{result.p_value:.3f}"
                     sel = summary.get("sel")
+                    if sel is not None:  # fairseq's string, or a number
+                        sel = archived_value(d / "train.json", "sel", data={"sel": _number(sel)})
                     out.append(f"| {STUDY_LABELS.get(study.name, study.name)} "
                                f"{PAIR_LABELS.get(pair, pair)} | {system}@{seed} | "
                                f"{entry['bleu']:.2f} | {entry['chrf']:.2f} | {delta} | {p} | "

@@ -71,6 +71,39 @@ def test_one_runner_per_output_directory(tmp_path):
                 pass
 
 
+def test_a_run_lock_lasts_while_the_runner_or_a_child_holding_it_lives(tmp_path):
+    """run_locked: a second holder is refused in one line naming the run; a child started with
+    the lock (child_options) keeps it after the runner let go (a runner killed while its
+    training goes on), until the child ends."""
+    import subprocess
+
+    from ssan_plugin.cli.errors import PipelineError
+    from ssan_plugin.experiments.archive import child_options, run_locked
+
+    run = tmp_path / "runs" / "a"
+    refused = r"^s/a/base@1 is being trained by another live process \(it holds .*/runs/a/.lock\)"
+    with run_locked(run, "s/a/base@1") as lock:
+        assert (run / ".lock").is_file()
+        with pytest.raises(PipelineError, match=refused):
+            with run_locked(run, "s/a/base@1"):
+                pass
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                                 **child_options((lock,)))
+    try:
+        with pytest.raises(PipelineError, match=refused):  # the child holds it still
+            with run_locked(run, "s/a/base@1"):
+                pass
+        # the seed runners: the same line, as their other stops (SystemExit)
+        with pytest.raises(SystemExit, match=r"^a is being trained by another live process"):
+            execute([make_run("a")], tmp_path, tmp_path / "archive", {})
+    finally:
+        child.kill()
+        child.wait()
+    with run_locked(run, "s/a/base@1"):  # free once no process holds it
+        pass
+    assert execute([make_run("a")], tmp_path, tmp_path / "archive", {}) == 1
+
+
 def test_archives_name_no_machine_path(tmp_path):
     """relativize_text/tree: the project root's paths become relative, the shared data beside it
     ../; other text is untouched; every committed archive is clean (no path of this machine)."""

@@ -41,12 +41,22 @@ def test_defaults_and_values_parse():
     (["--encoders", "san,"], "argument --encoders: unknown encoder(s) ''"),
     (["--encoders", "san,san"], "argument --encoders: encoder 'san' is named twice"),
     (["--threads", "0"], "argument --threads: must be an integer >= 1"),
+    # the archive (committed) is never the working folder: a kept file copied onto itself
+    (["--out", "{d}/o", "--archive", "{d}/o/runs"], "--archive {d}/o/runs is where --out's runs "
+                                                    "train ({d}/o/runs)"),
+    (["--out", "{d}/o", "--archive", "{d}/o/"], "--archive {d}/o is the --out folder ({d}/o)"),
+    (["--out", "{d}/o", "--archive", "{d}/file"], "--archive {d}/file exists and is not a "
+                                                  "directory"),
+    (["--out", "{d}/file"], "--out {d}/file exists and is not a directory"),
 ])
-def test_bad_values_are_one_line(argv, message, capsys):
+def test_bad_values_are_one_line(argv, message, capsys, tmp_path):
+    (tmp_path / "file").write_text("x")
     with pytest.raises(SystemExit) as info:
-        parser().parse_args(argv)
+        parser().parse_args([a.format(d=tmp_path) for a in argv])
     err = capsys.readouterr().err
-    assert info.value.code == 2 and message in err and len(err.strip().splitlines()) == 1
+    assert info.value.code == 2 and message.format(d=tmp_path) in err, err
+    assert len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]  # nothing created
 
 
 @pytest.mark.parametrize("runner, argv, message", [
@@ -54,10 +64,15 @@ def test_bad_values_are_one_line(argv, message, capsys):
     ("examples/srl/run_srl.py", ["--updates", "0"], "argument --updates: must be an integer >= 1"),
     ("examples/pairs/run_pairs.py", ["--targets", "entailment,sts"], "unknown target(s) 'sts'"),
     ("examples/pairs/run_pairs.py", ["--seeds", "a"], "argument --seeds: must be comma-separated"),
+    ("examples/srl/run_srl.py", ["--archive", "{d}/o/runs"], "--archive {d}/o/runs is where "
+                                                             "--out's runs train"),
+    ("examples/pairs/run_pairs.py", ["--archive", "{d}/o"], "--archive {d}/o is the --out folder"),
 ])
 def test_the_runners_refuse_bad_options_in_one_line(runner, argv, message, tmp_path):
     proc = subprocess.run([sys.executable, str(ROOT / runner), "--out", str(tmp_path / "o"),
-                           *argv], capture_output=True, text=True, env=cli_env(), timeout=300)
+                           *[a.format(d=tmp_path) for a in argv]],
+                          capture_output=True, text=True, env=cli_env(), timeout=300)
     assert proc.returncode == 2
-    assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert message.format(d=tmp_path) in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "o").exists()

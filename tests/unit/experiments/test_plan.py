@@ -84,6 +84,22 @@ def test_the_committed_plans_load():
     (lambda p: p["studies"][0].update(seeds={"a": "1"}), r"studies\[0\].seeds must be a list"),
     (lambda p: p.update(studies={"name": "s"}), r"studies must be a list"),
     (lambda p: p.pop("train"), r"the plan lacks the key 'train'"),
+    # a study, system, pair or seed listed twice would make its runs twice
+    (lambda p: p["studies"].append(dict(p["studies"][0])), r"studies lists the study 's' twice"),
+    (lambda p: p["studies"][0].update(systems=["base", "ssan", "base"]),
+     r"study 's' lists system 'base' twice"),
+    (lambda p: p["studies"][0].update(pairs=["a", "a"]), r"study 's' lists pair 'a' twice"),
+    (lambda p: p["studies"][0].update(seeds=[2, 2]), r"study 's' lists seed 2 twice"),
+    (lambda p: p.update(seeds=[1, 2, 1]), r"seeds lists seed 1 twice"),
+    (lambda p: p["systems"]["few"].update(seeds=[1, 1]), r"systems.few.seeds lists seed 1 twice"),
+    # a study without systems has no baseline (once an IndexError)
+    (lambda p: p["studies"][0].update(systems=[]),
+     r"study 's' has no systems \(a study needs one at least; the first is its baseline\)"),
+    (lambda p: (p["studies"][0].update(pairs=[]), p["studies"][0].pop("seeds")),
+     r"study 's' has no pairs"),
+    # an archive that is a file (relative to the project root: README.md)
+    (lambda p: p.update(archive="README.md"),
+     r"plan.json: archive \S*README.md exists and is not a directory"),
 ])
 def test_wrongly_typed_plans_name_the_file_and_key(tmp_path, edit, match):
     path = plan_file(tmp_path)
@@ -94,11 +110,25 @@ def test_wrongly_typed_plans_name_the_file_and_key(tmp_path, edit, match):
         Plan.load(path)
 
 
-def test_a_truncated_plan_names_the_file_and_line(tmp_path):
+@pytest.mark.parametrize("edit,match", [
+    (lambda text: text[:-20], r"plan.json:1:\d+: not valid JSON"),
+    # a key twice in one object: json would keep the second silently
+    (lambda text: text.replace('"systems": {"base": {', '"systems": {"ssan": {"arch": "x", '
+                               '"criterion": "y"}, "base": {'),
+     r"plan.json: systems has the key 'ssan' twice \(JSON would keep only the last, "
+     r"silently\)"),
+    (lambda text: text.replace('"name": "s",', '"name": "s", "name": "t",'),
+     r"plan.json: studies\[0\] has the key 'name' twice"),
+    (lambda text: text.replace('"seeds": [1, 2],', '"seeds": [1, 2], "seeds": [3],', 1),
+     r"plan.json: the plan has the key 'seeds' twice"),
+])
+def test_a_plan_that_json_would_misread_names_the_file(tmp_path, edit, match):
+    """Truncated text (file, line and column), or a key twice in one object (file and where)."""
     path = plan_file(tmp_path)
-    path.write_text(path.read_text()[:-20])
-    with pytest.raises(PipelineError, match=r"plan.json:1:\d+: not valid JSON"):
+    path.write_text(edit(path.read_text()))
+    with pytest.raises(PipelineError, match=match) as err:
         Plan.load(path)
+    assert "\n" not in str(err.value)
 
 
 @pytest.mark.parametrize("section,name", [("pairs", ".."), ("pairs", "a/b"), ("systems", "."),

@@ -3,6 +3,7 @@ corpus, decoding flags), a dry run deletes and creates nothing, borrowed runs ne
 selection statistics archived once, own data checked against the borrowed runs' data."""
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -69,6 +70,39 @@ def test_a_second_runner_on_the_same_out_stops_at_once(tmp_path):
             Runner(Plan.load(path), out).run(limit=1)
         assert snapshot(tmp_path) == before  # it started nothing
         Runner(Plan.load(path), out, dry_run=True).run(limit=1)  # a dry run is not stopped
+
+
+def test_a_run_that_a_live_process_trains_is_refused(tmp_path, monkeypatch):
+    """A runner killed (its OUT lock gone with it) leaves a training child that still holds its
+    run's lock: a new runner on the same OUT refuses that run in one line naming it, before
+    any child starts; the lock free again, the run trains."""
+    import subprocess
+    import sys
+
+    path = plan_file(tmp_path, studies=[{"name": "s", "pairs": ["a"], "systems": ["base"]}])
+    out = tmp_path / "out"
+    (out / "data" / "a").mkdir(parents=True)
+    (out / "data" / "a" / "manifest.json").write_text("{}")  # prepared
+    started = []
+    monkeypatch.setattr(Runner, "_child", lambda self, cmd, log, progress=None:
+                        started.append((cmd, self._held)))
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, sys, time; f = open(sys.argv[1], 'w'); "
+         "fcntl.flock(f, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)",
+         str(out / "s" / "a" / "base@1" / ".lock")], stdout=subprocess.PIPE, text=True)
+    try:
+        (out / "s" / "a" / "base@1").mkdir(parents=True)
+        assert holder.stdout.readline() == "held\n"
+        with pytest.raises(PipelineError, match=r"^s/a/base@1 is being trained by another live "
+                                                r"process \(it holds .*/s/a/base@1/.lock\)"):
+            Runner(Plan.load(path), out).run(limit=1)
+        assert started == []
+    finally:
+        holder.kill()
+        holder.wait()
+    with pytest.raises(FileNotFoundError):  # no training ran: no log to summarise
+        Runner(Plan.load(path), out).run(limit=1)
+    assert [cmd[0].name for cmd, _ in started] == ["fairseq-train"] and len(started[0][1]) == 1
 
 
 # ------------------------------------------------------------------ borrowed runs
@@ -209,3 +243,59 @@ def test_a_child_appends_to_its_log_and_fails_in_one_line(tmp_path):
     assert step_name(["/v/bin/python", "scripts/make_corpus.py", "--seed", "3"]) == \
         "make_corpus.py"
     assert step_name([Path("/v/bin/fairseq-train"), "data"]) == "fairseq-train"
+
+
+# the parent: starts the child the way the runners start theirs (the child prints its pid in
+# the log); then waits to be killed
+PARENTS = {
+    "Runner._child": "from ssan_plugin.experiments.plan import Plan; "
+                     "from ssan_plugin.experiments.runner import Runner; "
+                     "Runner(Plan.load(sys.argv[1]), sys.argv[2])._child(CHILD, Path(sys.argv[3]))",
+    "archive.run_command": "from ssan_plugin.experiments.archive import run_command; "
+                           "run_command(CHILD, Path(sys.argv[3]))",
+}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl(PR_SET_PDEATHSIG)")
+@pytest.mark.parametrize("starter", list(PARENTS))
+def test_a_child_dies_with_its_runner_killed_by_sigkill(tmp_path, starter):
+    """A runner killed with SIGKILL (no cleanup of its own runs) takes its child with it: the
+    kernel sends the child SIGTERM (archive.die_with_parent), so no training outlives it."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    log = tmp_path / "child.log"
+    code = ("import sys; from pathlib import Path; "
+            "CHILD = ['sh', '-c', 'echo $$; exec sleep 60']; " + PARENTS[starter])
+    parent = subprocess.Popen([sys.executable, "-c", code, str(plan_file(tmp_path)),
+                               str(tmp_path / "out"), str(log)])
+    child = None
+    try:
+        deadline = time.time() + 30
+        while child is None and time.time() < deadline and parent.poll() is None:
+            lines = log.read_text().split("\n") if log.is_file() else []
+            child = next((int(x) for x in lines if x.strip().isdigit()), None)
+            time.sleep(0.05)
+        assert child is not None, "the child did not start"
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+        deadline = time.time() + 5
+        while time.time() < deadline and process_state(child) not in ("gone", "Z"):
+            time.sleep(0.05)
+        assert process_state(child) in ("gone", "Z")  # ended (a zombie until reaped)
+    finally:
+        parent.kill()
+        parent.wait()
+        if child is not None and process_state(child) not in ("gone", "Z"):
+            os.kill(child, signal.SIGKILL)
+
+
+def process_state(pid: int) -> str:
+    """The state letter of process ``pid`` (/proc), or "gone"."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return "gone"

@@ -105,6 +105,9 @@ def test_missing_tool_output_is_named(tmp_path):
     (archive / "trees.ssan.json").unlink()
     with pytest.raises(ResultsError, match=r"trees.ssan.json: missing"):
         analysis_blocks(archive, translation)
+    (archive / "trees.ssan.json").write_text('{"systems": [')  # truncated
+    with pytest.raises(ResultsError, match=r"trees.ssan.json: not JSON \(.*, line 1\)"):
+        analysis_blocks(archive, translation)
 
 
 def test_missing_translation_run_is_named(tmp_path):

@@ -116,10 +116,20 @@ def test_layers_table_against_san_of_each_length(tmp_path):
     assert cells(table, "128")[1] == "timeout"
 
 
+def damaged_process_record(edit) -> str:
+    record = process_record()
+    edit(record)
+    return json.dumps(record)  # NaN and Infinity as Python's json writes them
+
+
 @pytest.mark.parametrize("text,message", [
     ('{"systems": {"topk": []}}', "'baseline' among them"),
     ('{"systems": {"baseline": [], "topk": []}, "median": {}}', "key 'median.baseline' is missing"),
     ('{"systems": ', "is not valid JSON"),
+    (damaged_process_record(lambda r: r["median"]["topk"].update(train_wps=float("nan"))),
+     "key 'median.topk.train_wps' must be a finite number, found nan"),
+    (damaged_process_record(lambda r: r.update(idle_rss_mib=float("-inf"))),
+     "key 'idle_rss_mib' must be a finite number, found -inf"),
 ])
 def test_damaged_process_archive_names_the_file(tmp_path, text, message):
     path = tmp_path / "bench.json"
@@ -144,6 +154,9 @@ def test_layers_table_refuses_a_table_without_san_and_a_bad_number(tmp_path):
         layers_table(path)
     path.write_text("kind,length,time_s,peak_mb,status\nsan,64,fast,10,ok\ntopk,64,0.1,10,ok\n")
     with pytest.raises(ResultsError, match="san at T = 64: time_s 'fast' is not a number"):
+        layers_table(path)
+    path.write_text("kind,length,time_s,peak_mb,status\nsan,64,0.1,10,ok\ntopk,64,nan,10,ok\n")
+    with pytest.raises(ResultsError, match="topk at T = 64: time_s 'nan' is not a number"):
         layers_table(path)
 
 

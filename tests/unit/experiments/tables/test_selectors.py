@@ -292,13 +292,23 @@ def test_the_layer_bench_becomes_a_block(tmp_path):
     assert table.splitlines()[2] == "| sel_topk | 1.20 | 1.50 |"
 
 
-def test_a_hand_edited_bleu_is_refused(archive, tmp_path):
+@pytest.mark.parametrize("edit, message", [
+    (lambda bleu: bleu + 1, r"ssan@1: BLEU .* recomputed, .* archived"),
+    # a BLEU that is no number would otherwise pass the check (NaN compares unequal to nothing)
+    (lambda bleu: float("nan"), r"ssan@1/test.json: key 'systems.0.bleu' must be a finite "
+                                r"number, found nan"),
+    (lambda bleu: float("inf"), r"ssan@1/test.json: key 'systems.0.bleu' must be a finite "
+                                r"number, found inf"),
+    (lambda bleu: None, r"ssan@1/test.json is not valid JSON \(.*line 1 column \d+"),
+])
+def test_a_hand_edited_or_damaged_bleu_is_refused(archive, tmp_path, edit, message):
     plan, _ = archive
     path = tmp_path / "src_archive" / "pn" / "en-de" / "ssan@1" / "test.json"
     record = json.loads(path.read_text())
-    record["systems"][0]["bleu"] += 1
-    path.write_text(json.dumps(record))
-    with pytest.raises(ResultsError, match=r"ssan@1: BLEU .* recomputed, .* archived"):
+    record["systems"][0]["bleu"] = edit(record["systems"][0]["bleu"])
+    text = json.dumps(record)
+    path.write_text(text if record["systems"][0]["bleu"] is not None else text[:30])  # truncated
+    with pytest.raises(ResultsError, match=message):
         selector_rows(plan, "pn", "en-de", n_samples=50)
 
 

@@ -190,6 +190,14 @@ def test_damaged_result_json_and_curve_are_refused_naming_the_file(archive):
         archive.validations("cfg_ssan_s2", "f1")
     with pytest.raises(ResultsError, match=r"nope_s1/result.json: no archived run nope_s1"):
         archive.score("nope_s1")
+    (archive.archive / "cfg_ssan_s1" / "curve.jsonl").write_text(
+        '{"kind": "valid", "valid_num_updates": "150", "valid_f1": "nan"}\n')
+    with pytest.raises(ResultsError, match=r"cfg_ssan_s1/curve.jsonl:1: key 'valid_f1' must be a "
+                                           r"finite number, found 'nan'"):
+        archive.validations("cfg_ssan_s1", "f1")
+    (archive.archive / "cfg_san_s2" / "curve.jsonl").write_text('{"kind": "valid", "valid_f')
+    with pytest.raises(ResultsError, match=r"cfg_san_s2/curve.jsonl:1 is not valid JSON"):
+        archive.validations("cfg_san_s2", "f1")
 
 
 def test_missing_gold_dev_file_is_refused(tmp_path):

@@ -60,6 +60,11 @@ def test_first_validation_takes_the_first_valid_record(tmp_path):
     (tmp_path / "curve.jsonl").write_text(json.dumps(records[0]) + "\n")
     with pytest.raises(ResultsError, match="no validation record"):
         first_validation(tmp_path)
+    records[1]["valid_loss"] = "inf"
+    (tmp_path / "curve.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    with pytest.raises(ResultsError, match=r"curve.jsonl:2: key 'valid_loss' must be a finite "
+                                           r"number, found 'inf'"):
+        first_validation(tmp_path)
 
 
 def test_calibration_table_rows_and_a_damaged_record(tmp_path):
@@ -72,4 +77,8 @@ def test_calibration_table_rows_and_a_damaged_record(tmp_path):
     del record["rejection_rate"]["pooled_sentences"]
     path.write_text(json.dumps(record))
     with pytest.raises(ResultsError, match="rejection_rate.pooled_sentences' is missing"):
+        calibration_table([path])
+    record["rejection_rate"]["pooled_sentences"] = float("nan")
+    path.write_text(json.dumps(record))
+    with pytest.raises(ResultsError, match="rejection_rate.pooled_sentences' must be a finite"):
         calibration_table([path])

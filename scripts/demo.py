@@ -59,6 +59,7 @@ SPREAD_SYSTEMS = {"baseline": "baseline", "ssan": "ssan_cap0"}
 # What make demo printed with this recipe on a fresh checkout, shown in the README
 README_RUN = ROOT / "examples" / "stability" / "demo_run.json"
 MARKER = ".ssan_demo"  # marks OUT as the demo's own directory (what --fresh may delete)
+DATA_BIN_MARKER = ".ssan_demo_data"  # marks a --data-bin outside OUT as the demo's
 BAR = "{desc:<16}{percentage:3.0f}%|{bar:20}| {n_fmt}/{total_fmt} {unit} [{elapsed}<{remaining}{postfix}]"
 
 
@@ -488,6 +489,9 @@ def parse_args(argv=None):
     ap.add_argument("--jobs", type=positive_int, default=None,
                     help="trainings/decodings side by side (default: 2 with 2+ cores, else 1)")
     ap.add_argument("--fresh", action="store_true", help="delete OUT's results first, start over")
+    ap.add_argument("--overwrite", action="store_true",
+                    help="let the preparation replace the data-bin files of an existing --data-bin "
+                         "the demo did not make")
     ap.add_argument("--verbose", action="store_true", help="stream every child's output")
     ap.add_argument("--record", metavar="FILE.json",
                     help="also write the recipe and what was printed (the README's demo table "
@@ -504,6 +508,30 @@ def quiet_logging():
     logging.getLogger().setLevel(logging.WARNING)
 
 
+def own_data_bin(data_bin: Path, out: Path) -> bool:
+    """``data_bin`` is the demo's: inside OUT (checked to be the demo's), marked, or the
+    destination of OUT's recorded preparation."""
+    if data_bin == out or out in data_bin.parents or (data_bin / DATA_BIN_MARKER).exists():
+        return True
+    prepared = State(out).get("prepare") if (out / MARKER).exists() else None
+    cmd = prepared.get("cmd", []) if isinstance(prepared, dict) else []
+    return any(a == "--dest" and b == str(data_bin) for a, b in zip(cmd, cmd[1:]))
+
+
+def check_data_bin(data_bin: Path, out: Path, overwrite: bool = False):
+    """Exit with one line unless the preparation may write ``data_bin``: new or empty, the
+    demo's own (:func:`own_data_bin`), or ``overwrite``."""
+    if not data_bin.exists() or overwrite:
+        return
+    if not data_bin.is_dir():
+        sys.exit(f"demo: --data-bin {data_bin} is a file; give a new or empty directory")
+    if not any(data_bin.iterdir()) or own_data_bin(data_bin, out):
+        return
+    sys.exit(f"demo: --data-bin {data_bin} is not empty and was not made by the demo; give a new "
+             f"or empty directory, or --overwrite to replace its data-bin files (nothing was "
+             f"written)")
+
+
 def main(argv=None):
     args = parse_args(argv)
     quiet_logging()
@@ -515,12 +543,17 @@ def main(argv=None):
         # never write into (or later delete) a folder the demo did not make
         sys.exit(f"demo: --out {out} is not empty and was not made by the demo; give a new or "
                  f"empty directory (nothing was written)")
+    data_bin = Path(args.data_bin).resolve() if args.data_bin else out / "data-bin"
+    check_data_bin(data_bin, out, args.overwrite)
     if args.data:
         check_raw(Path(args.data).resolve(), args.src, args.tgt)  # before anything is written
     if args.fresh and out.exists():
         shutil.rmtree(out)  # the demo's own folder (marked, or empty)
     out.mkdir(parents=True, exist_ok=True)
     (out / MARKER).touch()
+    if data_bin != out and out not in data_bin.parents:  # a later run knows it as the demo's
+        data_bin.mkdir(parents=True, exist_ok=True)
+        (data_bin / DATA_BIN_MARKER).touch()
     logs = out / "logs"
     state = State(out)
     cpus = os.cpu_count() or 1
@@ -557,7 +590,6 @@ def main(argv=None):
         raw_files = [raw / f"{s}.{l}" for s in ("train", "valid", "test") for l in (args.src, args.tgt)]
 
         # 2. preparation
-        data_bin = Path(args.data_bin).resolve() if args.data_bin else out / "data-bin"
         cmd = [sys.executable, "-m", "ssan_plugin.commands.prepare_translation", "--src", args.src, "--tgt", args.tgt,
                "--train", raw / "train", "--valid", raw / "valid", "--test", raw / "test",
                "--dest", data_bin, "--vocab-size", args.vocab_size, "--overwrite"]
@@ -714,7 +746,7 @@ def recipe(max_update=900, train_size=20000, valid_size=500, test_size=500, seed
     the demo): the README's figures were measured with exactly this (tests pin it)."""
     from ssan_plugin.criterions.selective_label_smoothed_cross_entropy import (
         SelectiveLabelSmoothedCrossEntropyConfig)
-    from ssan_plugin.models.ssan_transformer import SSANOptions
+    from ssan_plugin.models.ssan_transformer import SSANTransformerModel
 
     import dataclasses
 
@@ -726,7 +758,8 @@ def recipe(max_update=900, train_size=20000, valid_size=500, test_size=500, seed
             "max_len": BUILTIN_MAX_LEN, "max_update": max_update,
             "corpus": {"train": train_size, "valid": valid_size, "test": test_size,
                        "seed": seed, "vocab_size": vocab_size},
-            "ssan_defaults": defaults(SSANOptions),
+            "ssan_defaults": {name: value for options in SSANTransformerModel.option_dataclasses()
+                              for name, value in defaults(options).items()},
             "criterion_defaults": defaults(SelectiveLabelSmoothedCrossEntropyConfig)}
 
 

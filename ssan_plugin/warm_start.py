@@ -69,6 +69,31 @@ def variant_args(base_args: argparse.Namespace, arch: str, variant_flags: Sequen
     return args
 
 
+def check_data(task_cfg, given: bool) -> None:
+    """The data-bin a translation task is set up from holds what fairseq reads first: a language
+    pair (the base's, or one in the file names) and its two dictionaries; else WarmStartError,
+    one line naming the folder (``given``: it came from --data, not from the base)."""
+    if task_cfg.get("_name") != "translation":
+        return
+    from fairseq import utils
+    from fairseq.data import data_utils
+
+    path = Path(utils.split_paths(str(task_cfg.data))[0])
+    where = f"--data {path}" if given else f"the base's data-bin {path} (give --data)"
+    if not path.is_dir():
+        raise WarmStartError(f"{where} is not a directory")
+    src, tgt = task_cfg.get("source_lang"), task_cfg.get("target_lang")
+    if src is None or tgt is None:
+        src, tgt = data_utils.infer_language_pair(str(path))
+    if src is None or tgt is None:
+        raise WarmStartError(f"{where} is not a fairseq data-bin: no SPLIT.SRC-TGT.LANG.idx file "
+                             f"gives the language pair; give the data-bin the base was trained on")
+    missing = [f"dict.{lang}.txt" for lang in (src, tgt) if not (path / f"dict.{lang}.txt").is_file()]
+    if missing:
+        raise WarmStartError(f"{where} has no {' or '.join(missing)}; give the data-bin the base "
+                             f"was trained on")
+
+
 def fresh_optimizer_state(base_state: dict, num_params: int) -> dict:
     """A torch optimizer state with no per-parameter state, for ``num_params`` parameters in
     one group, with the hyper-parameters of the base's (single) group."""
@@ -102,6 +127,7 @@ def continue_as_variant(base_path: str, out_path: str, arch: str, variant_flags:
     task_cfg = state["cfg"]["task"]
     if data:
         task_cfg = OmegaConf.merge(task_cfg, {"data": data})
+    check_data(task_cfg, given=bool(data))
     model = tasks.setup_task(task_cfg).build_model(args)
     fresh, base = model.state_dict(), state["model"]
     mismatched = [k for k in fresh if k in base and base[k].shape != fresh[k].shape]

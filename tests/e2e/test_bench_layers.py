@@ -29,6 +29,8 @@ def test_layer_bench_toy_size(tmp_path):
          "--heads", "2", "--min-time", "0.01", "--repeats", "1", "--out", tmp_path],
         capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
+    # quiet libraries: fairseq leaves the root logger at DEBUG, matplotlib's font search fills it
+    assert "DEBUG:" not in proc.stderr, proc.stderr[:2000]
     rows = list(csv.DictReader(open(tmp_path / "bench_encoder_layers.csv")))
     kinds = ("resa", "san", "sel_fixed_mask", "sel_topk", "ssan")
     assert sorted((r["kind"], int(r["length"])) for r in rows) == [(k, t) for k in kinds for t in (4, 8)]

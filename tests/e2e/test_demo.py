@@ -7,7 +7,10 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT, run_cli
+from helpers.translation_testlib import load_script
 
 DEMO = ROOT / "scripts" / "demo.py"
 TINY = ["--train-size", 300, "--valid-size", 20, "--test-size", 12, "--max-update", 4,
@@ -151,3 +154,55 @@ def test_demo_never_writes_into_or_deletes_a_folder_it_did_not_make(tmp_path):
     new = tmp_path / "new"
     proc = demo("--out", new, "--data", tmp_path / "nowhere", check=False)
     assert proc.returncode != 0 and "--data must hold" in proc.stderr and not new.exists()
+
+
+def test_demo_never_overwrites_a_data_bin_it_did_not_make(tmp_path):
+    """--data-bin on the user's own data-bin is refused in one line before anything is written:
+    its manifest, dictionaries and sentencepiece model stay, OUT is not made."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    files = {"manifest.json": "{}\n", "dict.en.txt": "a 1\n", "spm.model": "model"}
+    for name, text in files.items():
+        (mine / name).write_text(text)
+    out = tmp_path / "out"
+    proc = demo("--out", out, "--data-bin", mine, *TINY, check=False)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr == (f"demo: --data-bin {mine} is not empty and was not made by the demo; "
+                           f"give a new or empty directory, or --overwrite to replace its "
+                           f"data-bin files (nothing was written)\n")
+    assert not out.exists() and {p.name: p.read_text() for p in mine.iterdir()} == files
+
+
+@pytest.mark.parametrize("case, refusal", [
+    ("new", None), ("empty", None),
+    ("inside OUT", None),  # OUT/NAME: OUT is checked to be the demo's first
+    ("marked", None),  # a data-bin the demo prepared outside OUT
+    ("recorded", None),  # OUT's recorded preparation wrote it (before the mark existed)
+    ("prepared", "is not empty and was not made by the demo"),  # the user's ssan-prepare-translation
+    ("plain", "is not empty and was not made by the demo"),  # the user's fairseq-preprocess
+    ("prepared --overwrite", None),
+    ("a file", "is a file"),
+])
+def test_which_data_bins_the_demo_writes(tmp_path, case, refusal):
+    demo_script = load_script("demo")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / demo_script.MARKER).touch()
+    data_bin = out / "bin" if case == "inside OUT" else tmp_path / "bin"
+    if case == "a file":
+        data_bin.write_text("x")
+    elif case != "new":
+        data_bin.mkdir()
+        names = {"empty": [], "marked": ["manifest.json", demo_script.DATA_BIN_MARKER],
+                 "plain": ["dict.en.txt", "train.en-de.en.bin", "train.en-de.en.idx"]}
+        for name in names.get(case, ["manifest.json", "dict.en.txt", "spm.model"]):
+            (data_bin / name).write_text("x")
+    if case == "recorded":
+        demo_script.State(out).put("prepare", {"cmd": ["prepare", "--dest", str(data_bin)]})
+    check = lambda: demo_script.check_data_bin(data_bin, out, case.endswith("--overwrite"))
+    if refusal is None:
+        check()
+    else:
+        with pytest.raises(SystemExit) as err:
+            check()
+        assert str(err.value).startswith(f"demo: --data-bin {data_bin} {refusal}")

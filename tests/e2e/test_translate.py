@@ -107,6 +107,20 @@ def test_hub_equals_evaluated_hypotheses(setup, translator):
     assert translator.translate([raw_src[i] for i in order]) == [setup["hyps"][i] for i in order]
 
 
+def test_fairseq_from_pretrained_as_the_readme_shows(setup):
+    """fairseq's own hub (README, "Translating raw text"): from_pretrained with the plugin as
+    user_dir and the data-bin's sentencepiece model. The synthetic corpus needs no normalisation
+    or Moses tokenisation, so it gives the evaluated hypotheses too."""
+    from fairseq.models.transformer import TransformerModel
+
+    model = TransformerModel.from_pretrained(
+        str(setup["ck"]), checkpoint_file="checkpoint_last.pt", data_name_or_path=str(setup["data"]),
+        user_dir=str(ROOT / "ssan_plugin"), bpe="sentencepiece",
+        sentencepiece_model=str(setup["data"] / "spm.model"))
+    outputs = model.translate(lines(setup["raw"] / "test.src"), beam=2, max_len_a=0, max_len_b=12)
+    assert outputs == setup["hyps"]
+
+
 def test_hub_applies_the_manifest_preprocessing(setup, translator):
     # extra whitespace is normalised away exactly as prepare_translation.py did
     raw_src = lines(setup["raw"] / "test.src")[:3]

@@ -7,7 +7,8 @@ import argparse
 
 import pytest
 
-from ssan_plugin.warm_start import WarmStartError, fresh_optimizer_state, variant_args
+from ssan_plugin.warm_start import (WarmStartError, check_data, fresh_optimizer_state,
+                                   variant_args)
 
 
 def base_args():
@@ -55,3 +56,32 @@ def test_fresh_optimizer_state():
     two = {"state": {}, "param_groups": [{"lr": 1, "params": [0]}, {"lr": 2, "params": [1]}]}
     with pytest.raises(WarmStartError, match="the base optimizer has 2 parameter groups; one expected"):
         fresh_optimizer_state(two, 2)
+
+
+@pytest.mark.parametrize("files, langs, given, message", [
+    (["train.en-de.en.idx", "dict.en.txt", "dict.de.txt"], (None, None), True, None),
+    (["dict.en.txt", "dict.de.txt"], ("en", "de"), False, None),  # the base's recorded pair
+    ([], (None, None), True, "--data {d} is not a fairseq data-bin: no SPLIT.SRC-TGT.LANG.idx"),
+    ([], (None, None), False, "the base's data-bin {d} (give --data) is not a fairseq data-bin"),
+    (["train.en-de.en.idx", "dict.en.txt"], (None, None), True, "--data {d} has no dict.de.txt;"),
+    (["dict.en.txt"], ("en", "de"), True, "--data {d} has no dict.de.txt;"),
+    (None, (None, None), False, "the base's data-bin {d} (give --data) is not a directory"),
+])
+def test_the_data_bin_is_checked_before_fairseq_reads_it(tmp_path, files, langs, given, message):
+    """What fairseq's translation task reads first (a language pair, its dictionaries) is
+    checked, so that a wrong folder is one line instead of fairseq's traceback."""
+    from omegaconf import OmegaConf
+
+    data = tmp_path / "bin"
+    if files is not None:
+        data.mkdir()
+        for name in files:
+            (data / name).write_text("")
+    cfg = OmegaConf.create({"_name": "translation", "data": str(data),
+                            "source_lang": langs[0], "target_lang": langs[1]})
+    if message is None:
+        check_data(cfg, given)
+    else:
+        with pytest.raises(WarmStartError) as err:
+            check_data(cfg, given)
+        assert str(err.value).startswith(message.format(d=data)), str(err.value)

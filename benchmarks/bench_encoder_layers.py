@@ -32,6 +32,7 @@ Writes CSV + PNG (matplotlib) and prints the ratios for the README. OMP_NUM_THRE
 import argparse
 import csv
 import json
+import logging
 import os
 import statistics
 import subprocess
@@ -99,7 +100,9 @@ def build_layer(kind: str, width: int, heads: int, length: int = WARMUP_LENGTH):
     from fairseq.models.transformer import TransformerConfig
     from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
 
-    from ssan_plugin.modules import AttentionVariantEncoderLayer, SelectiveMultiheadAttention
+    from ssan_plugin.modules import AttentionVariantEncoderLayer
+    from ssan_plugin.modules.selectors import SelectorMultiheadAttention
+    from ssan_plugin.modules.selectors.gumbel import GumbelSelector
     from ssan_plugin.modules.biblosan import BiBloSANAttention
     from ssan_plugin.modules.disan import DiSANAttention
     from ssan_plugin.modules.resa import ReSAAttention
@@ -107,8 +110,8 @@ def build_layer(kind: str, width: int, heads: int, length: int = WARMUP_LENGTH):
     cfg = TransformerConfig()
     cfg.encoder.embed_dim, cfg.encoder.ffn_embed_dim, cfg.encoder.attention_heads = width, 4 * width, heads
     builders = {
-        "ssan": lambda d, c: SelectiveMultiheadAttention(d, heads, kernel="torch"),
-        "ssan_native": lambda d, c: SelectiveMultiheadAttention(d, heads, kernel="native"),
+        "ssan": lambda d, c: SelectorMultiheadAttention(d, heads, GumbelSelector(d, heads, kernel="torch")),
+        "ssan_native": lambda d, c: SelectorMultiheadAttention(d, heads, GumbelSelector(d, heads, kernel="native")),
         "disan_naive": lambda d, c: DiSANAttention(d, implementation="naive"),
         "disan_blocked": lambda d, c: DiSANAttention(d, implementation="blocked"),
         "biblosan": lambda d, c: BiBloSANAttention(d),
@@ -233,6 +236,13 @@ def median_row(results):
     return row
 
 
+def quiet_libraries():
+    """Library log records from WARNING up: importing fairseq leaves the root logger at DEBUG,
+    and matplotlib's font search alone then logs about 2,000 lines."""
+    logging.getLogger().setLevel(logging.WARNING)
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
+
+
 def plot(rows, path, args):
     import matplotlib
 
@@ -281,6 +291,7 @@ def main():
     ap.add_argument("--timeout", type=positive_float, default=300.0, help="seconds per point")
     ap.add_argument("--out", default=str(REPO / "examples" / "variants"))
     args = ap.parse_args()
+    quiet_libraries()
     if args.width % args.heads or args.width % 2:
         ap.error("--width must be even and a multiple of --heads")
     if args.worker:

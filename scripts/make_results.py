@@ -295,7 +295,7 @@ FILES = {  # RESULTS file (relative to the root) -> its blocks
 
 @script_main(prog="make_results.py")
 def main(argv=None):
-    from ssan_plugin.cli.errors import InputError
+    from ssan_plugin.errors import InputError
     from ssan_plugin.experiments.tables.blocks import block_keys, fill_blocks
 
     ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -6,7 +6,7 @@ fairseq's own loaders). Registration (:func:`register`) gives fairseq the plugin
 criteria and tasks, allow-lists the globals fairseq checkpoints need under torch's weights_only
 loader (``runtime.checkpoint_safety``), stops fairseq's data-prefetch threads at exit, which
 could otherwise abort a finished fairseq-train (``runtime.clean_exit``), and turns a refused
-plugin option into one line (``cli.errors``).
+plugin option into one line (``errors``).
 
 It happens when fairseq is imported, not before: at once if fairseq already is (``--user-dir``,
 or a caller that imported fairseq first), otherwise right after ``import fairseq`` completes.
@@ -63,7 +63,7 @@ def register(logging_was_unconfigured: bool = False) -> None:
     # --tensorboard-logdir uses torch's SummaryWriter here).
     logging.getLogger("fairseq.tasks.text_to_speech").setLevel(logging.WARNING)
 
-    from .cli.errors import install_option_error_hook
+    from .errors import install_option_error_hook
     from .runtime.checkpoint_safety import allow_fairseq_checkpoint_globals
     from .runtime.clean_exit import register as register_clean_exit
 

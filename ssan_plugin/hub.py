@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Optional
 
 from . import register
-from .cli.errors import PipelineError
+from .errors import PipelineError
 from .translation.pipeline import MANIFEST
 from .translation.translator import (TOO_LONG, TranslateOptions, TranslationReport,
                                      Translator)

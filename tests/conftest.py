@@ -11,9 +11,12 @@ import pytest
 
 import fairseq  # noqa: F401,E402  (first: the plugin registers at once, as under fairseq's CLIs)
 import ssan_plugin  # noqa: F401,E402
+import helpers.selector_plugin  # noqa: F401,E402  (registers the docs' example selector, window)
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGIN_DIR = ROOT / "ssan_plugin"
+# the plugin plus the docs' example selector: the user dir of tests that run every selector
+SELECTOR_PLUGIN_DIR = ROOT / "tests" / "helpers" / "selector_plugin"
 SHARED_DATA = ROOT.parent / "shared" / "data"
 BIN = Path(sys.executable).parent
 

@@ -20,7 +20,7 @@ from typing import List, Sequence
 import torch
 from torch import Tensor
 
-from ..cli.errors import PipelineError
+from ..errors import PipelineError
 from ..cli.checkpoints import embedding_mismatch, load_checkpoint
 from ..translation.pipeline import TextPipeline
 from .selection import load_model, piece_word_index

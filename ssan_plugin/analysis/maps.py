@@ -33,8 +33,8 @@ What each encoder layer kind gives (:func:`layer_kinds`):
   averages the heads; the hooked call is therefore sent down fairseq's own per-head path (the
   module's ``skip_embed_dim_check`` flag, set for the call only); the result is the same
   attention (tests compare the head average with the fused path).
-- ``ssan`` (``SelectiveMultiheadAttention``: ``ssan_transformer``, and ``selective_transformer``
-  with the ``gumbel`` or ``soft`` selector): the 0/1 selection from the module's own record
+- ``ssan`` (``ssan_transformer``, and ``selective_transformer`` with the ``gumbel`` or ``soft``
+  selector; ``SelectorMultiheadAttention``): the 0/1 selection from the module's own record
   (``keep_selection``; hard selection: A = 1[E_p > 0], exactly the keys with a nonzero weight;
   soft: sigmoid(E_p) > 0.5, as its logged rate counts it) and the attention weights per head as
   above.
@@ -70,7 +70,6 @@ from ..modules.biblosan import BiBloSANAttention
 from ..modules.disan import DiSANAttention
 from ..modules.resa import ReSAAttention
 from ..modules.selection import SelectionReporter
-from ..modules.selective_attention import SelectiveMultiheadAttention
 from ..modules.selectors import SelectorMultiheadAttention
 
 #: what each "head" of a multi-dimensional layer's attention map is
@@ -96,9 +95,7 @@ def self_attention(layer):
 def layer_kind(attention) -> str:
     """The kind of a self-attention module (see the module doc); UnsupportedEncoder if unknown."""
     if isinstance(attention, SelectorMultiheadAttention):
-        return attention.selector.name
-    if isinstance(attention, SelectiveMultiheadAttention):
-        return "ssan"
+        return attention.selector.layer_kind()
     if isinstance(attention, MultiheadAttention):
         return "san"
     if isinstance(attention, ReSAAttention):

@@ -29,7 +29,7 @@ from collections import Counter
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
-from ..cli.errors import PipelineError
+from ..errors import PipelineError
 from ..translation.textio import read_lines
 from .trees import ParsedSentence, top_constituents, tree_depth
 

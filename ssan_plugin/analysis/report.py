@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from ..cli.errors import PipelineError
+from ..errors import PipelineError
 
 #: probing sets in report order: (file stem, title)
 PROBING_SETS = (

@@ -1,6 +1,6 @@
 """The workflows behind the analysis commands (``ssan-show-selection``,
 ``ssan-selection-stats``, ``ssan-probe``, ``ssan-induce-trees``): model and data in, JSON-friendly
-results out. Bad input raises :class:`~ssan_plugin.cli.errors.PipelineError` with one
+results out. Bad input raises :class:`~ssan_plugin.errors.PipelineError` with one
 line naming the problem. See examples/analysis/README.md."""
 
 import json
@@ -9,7 +9,7 @@ from typing import List, Sequence
 
 import numpy as np
 
-from ..cli.errors import PipelineError
+from ..errors import PipelineError
 from .inputs import AnalysisInput
 from .maps import (UnsupportedEncoder, layer_kinds, learnt_selector_values, maps_json, plot_grid,
                    selective_layers, sentence_maps, to_words)

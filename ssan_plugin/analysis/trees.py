@@ -29,7 +29,7 @@ from typing import Iterable, List, Sequence, Set, Tuple
 
 import numpy as np
 
-from ..cli.errors import PipelineError
+from ..errors import PipelineError
 from ..srl.brackets import BracketError, Phrase, parse_brackets
 from ..srl.conll2012 import PARSE, POS, WORD, read_conll2012_rows
 from ..srl.corpus import CoNLLFormatError

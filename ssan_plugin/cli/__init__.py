@@ -20,8 +20,9 @@ The conventions (README, "Errors"):
 translation tools and the SRL readers' errors derive from it); ``script_main`` turns it into
 the line above. Nothing here imports torch or fairseq at module level.
 
-Modules, one concern each (standard library only; torch is imported when a checkpoint is
-loaded): ``errors`` (the error types and their one-line form), ``arguments`` (entry points,
+The error types and their one-line form are ``ssan_plugin/errors.py`` (below everything: the
+attention modules raise them too). Modules here, one concern each (standard library only; torch
+is imported when a checkpoint is loaded): ``arguments`` (entry points,
 logging, argparse types), ``files`` (input and output checks, text reading), ``steps``
 (child processes and library calls), ``checkpoints`` (loading a fairseq checkpoint).
 """

@@ -9,7 +9,7 @@ import os
 import sys
 from typing import Callable, Optional, Tuple, Union
 
-from .errors import InputError, one_line
+from ..errors import InputError, one_line
 from .files import check_input_dir, check_input_file
 
 LOG_FORMAT = "%(asctime)s | %(levelname)s | %(name)s | %(message)s"

@@ -7,7 +7,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Optional, Tuple
 
-from .errors import InputError, one_line
+from ..errors import InputError, one_line
 from .files import check_input_file
 
 def cfg_get(container, key):

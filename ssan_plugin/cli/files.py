@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Callable, Iterable, List, Optional, Sequence, Union
 
-from .errors import InputError
+from ..errors import InputError
 
 BOM = "\ufeff"
 

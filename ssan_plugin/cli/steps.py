@@ -9,7 +9,7 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Callable, Sequence, Type
 
-from .errors import InputError, StepError, one_line
+from ..errors import InputError, StepError, one_line
 
 def step_log_path(step: str, log_dir=None) -> Path:
     """A new log file for ``step`` (named by its first 40 characters): in ``log_dir``

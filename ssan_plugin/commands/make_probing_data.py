@@ -5,7 +5,7 @@ See examples/analysis/README.md."""
 
 import sys
 
-from ssan_plugin.cli.errors import PipelineError
+from ssan_plugin.errors import PipelineError
 from ssan_plugin.cli.arguments import ArgumentParser, add_overwrite, script_main
 from ssan_plugin.cli.files import Input, guard_outputs, output_file
 from ssan_plugin.commands import command_prog

@@ -7,7 +7,7 @@ import re
 import sys
 from pathlib import Path
 
-from ssan_plugin.cli.errors import PipelineError
+from ssan_plugin.errors import PipelineError
 from ssan_plugin.analysis.inputs import add_model_args
 from ssan_plugin.cli.arguments import ArgumentParser, add_overwrite, script_main
 from ssan_plugin.cli.files import Input, guard_outputs, output_dir, remove_own_files

@@ -21,7 +21,7 @@ from ssan_plugin.cli.arguments import (
     script_main,
     setup_logging,
 )
-from ssan_plugin.cli.errors import InputError
+from ssan_plugin.errors import InputError
 from ssan_plugin.cli.files import Input, guard_outputs, output_file
 from ssan_plugin.cli.checkpoints import load_checkpoint
 from ssan_plugin.commands import command_prog

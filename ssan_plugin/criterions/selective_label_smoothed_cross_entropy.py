@@ -49,8 +49,8 @@ from fairseq.dataclass import ChoiceEnum
 from omegaconf import II
 from torch import Tensor
 
-from ..modules.selection import SelectionReporter, SelectionStats
-from ..cli.errors import OptionError
+from ..modules.selection import SelectionReporter, SelectionRequest, SelectionStats, request_selection
+from ..errors import OptionError
 
 PENALTY_FORMS = ("rate", "count")
 BASELINES = ("batch", "running", "none")
@@ -167,18 +167,17 @@ class SelectiveLabelSmoothedCrossEntropyCriterion(LabelSmoothedCrossEntropyCrite
     def check_model(self, model) -> None:
         """Once: a regulariser weight needs a model that selects; the selective layers report
         their records in every forward, validation included, since this criterion logs them
-        (SelectionReporter.report_statistics; by default only training forwards do), and keep
-        a graph only for the terms this loss weights (rate_gradient / entropy_gradient)."""
-        reporters = [m for m in model.modules() if isinstance(m, SelectionReporter)]
-        if (self.select_scale or self.nce_scale) and not reporters:
+        (by default only training forwards do), and keep a graph only for the terms this loss
+        weights: one typed SelectionRequest to every selective layer."""
+        if (self.select_scale or self.nce_scale) and not any(
+                isinstance(m, SelectionReporter) for m in model.modules()):
             raise ValueError(
                 "--select-scale / --nce-scale weight a selector, but this model has none "
                 "(use an SSAN or ReSA encoder, or drop the options)"
             )
-        for m in reporters:
-            m.report_statistics = True
-            m.rate_gradient = bool(self.select_scale)
-            m.entropy_gradient = bool(self.nce_scale)
+        request_selection(model, SelectionRequest(statistics=True,
+                                                  rate_gradient=bool(self.select_scale),
+                                                  entropy_gradient=bool(self.nce_scale)))
         self._selective_layers = {
             index: attention.token_selector for encoder in model.modules()
             if callable(getattr(encoder, "selective_layers", None))

@@ -31,7 +31,7 @@ from .selective_label_smoothed_cross_entropy import (
     SelectiveLabelSmoothedCrossEntropyConfig,
     SelectiveLabelSmoothedCrossEntropyCriterion,
 )
-from ..cli.errors import OptionError
+from ..errors import OptionError
 
 
 @dataclass

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
 from .train_log import write_curve
-from ..cli.errors import PipelineError
+from ..errors import PipelineError
 from ..cli.steps import run_step
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Iterable, List, Optional
 
 from ..cli.arguments import ArgumentParser, positive_int
-from ..cli.errors import InputError
+from ..errors import InputError
 from ..cli.files import check_output_dir
 
 

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from ..cli.errors import PipelineError
+from ..errors import PipelineError
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -68,7 +68,7 @@ from typing import Dict, List, Optional, Tuple
 from .archive import child_options, locked, relativize_text, run_locked, step_name
 from .plan import ROOT, Pair, Plan, Run, Study
 from .train_log import parse_record, record_updates, training_summary, write_curve
-from ..cli.errors import PipelineError
+from ..errors import PipelineError
 from ..cli.steps import run_step
 
 logger = logging.getLogger("ssan_plugin.experiments.runner")

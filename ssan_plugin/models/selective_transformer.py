@@ -18,7 +18,7 @@ options, so they have the same parameters under the same names and compute the s
 from dataclasses import dataclass, field
 from typing import List
 
-from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+from fairseq.dataclass import FairseqDataclass
 from fairseq.models import register_model
 
 from ..modules.selectors import SELECTORS, selector_class, selector_options
@@ -32,10 +32,10 @@ class SelectiveOptions(FairseqDataclass):
         default="all", metadata={"help": "encoder layers (0-based) that use the selector: all or "
                                          "I,J,..."}
     )
-    encoder_selector: ChoiceEnum(list(SELECTORS)) = field(
+    encoder_selector: str = field(
         default="gumbel",
-        metadata={"help": "how the encoder's self-attention selects keys: "
-                          + ", ".join(SELECTORS) + " (docs/selectors.md); gumbel is SSAN"},
+        metadata={"help": "how the encoder's self-attention selects keys: a registered selector "
+                          "(docs/selectors.md); gumbel is SSAN"},
     )
 
 
@@ -49,6 +49,14 @@ class SelectiveTransformerModel(VariantTransformerModel):
     @classmethod
     def option_dataclasses(cls) -> List[type]:
         return [SelectiveOptions, *selector_options()]
+
+    @classmethod
+    def add_variant_args(cls, parser) -> None:
+        """The family's options and every registered selector's; ``--encoder-selector``'s
+        choices are the registry's when the parser is made (a selector registered by a user dir
+        included)."""
+        super().add_variant_args(parser)
+        parser._option_string_actions["--encoder-selector"].choices = list(SELECTORS)
 
     @classmethod
     def build_variant_attention(cls, args, embed_dim, cfg):

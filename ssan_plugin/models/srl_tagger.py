@@ -38,7 +38,7 @@ from fairseq.models.transformer.transformer_legacy import base_architecture
 
 from .variant_transformer import VariantTransformerEncoder
 from .variants import ENCODER_CHOICES, ENCODER_VARIANTS, EncoderModelOptions, encoder_field
-from ..cli.errors import OptionError
+from ..errors import OptionError
 
 CLASSIFIERS = ("linear", "predicate-mlp")
 

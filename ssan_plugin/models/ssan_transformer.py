@@ -1,27 +1,30 @@
 """``ssan_transformer``: fairseq's Transformer whose encoder layers select what they attend to.
 
-Options (prefixed ``--ssan-`` so that fairseq's TransformerConfig leaves them alone) are
-declared once, in :class:`SSANOptions`. Architectures: ``ssan_transformer`` plus every shape
+Options (prefixed ``--ssan-`` so that fairseq's TransformerConfig leaves them alone): the
+layer list and selection mode, :class:`SSANOptions`, and SSAN's own, declared once by the
+``gumbel`` selector (``SSANSelectorOptions``). Architectures: ``ssan_transformer`` plus every shape
 suffix of models.architectures (``_small``, ``_iwslt_de_en``, ``_wmt_en_de``,
 ``_vaswani_wmt_en_de_big``), each exactly fairseq's ``transformer*`` shape.
 """
 
 from dataclasses import dataclass, field
 
-from fairseq.dataclass import ChoiceEnum
+from typing import List
+
+from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.models import register_model
 
-from ..modules.selective_attention import STRAIGHT_THROUGH_EXP_CAP
-from ..modules.selectors.gumbel import SSANSelectorOptions, build_ssan_attention
+from ..modules.selective_weights import STRAIGHT_THROUGH_EXP_CAP
+from ..modules.selectors import selector_class
+from ..modules.selectors.gumbel import SSANSelectorOptions
 from .architectures import FAIRSEQ_SHAPES, LARGE_SHAPES
 from .variant_transformer import VariantTransformerModel, register_variant_architectures
 
 
 @dataclass
-class SSANOptions(SSANSelectorOptions):
-    """SSAN's own options (declared once, in the ``gumbel`` selector) plus the layer list and
-    the selection mode: ``--ssan-selection hard`` is the selector ``gumbel`` of the selective
-    family, ``soft`` its ``soft``."""
+class SSANOptions(FairseqDataclass):
+    """The layer list and the selection mode: ``--ssan-selection hard`` is the selector
+    ``gumbel`` of the selective family, ``soft`` its ``soft``."""
 
     ssan_layers: str = field(
         default="all", metadata={"help": "encoder layers (0-based) that select: all or I,J,..."}
@@ -39,16 +42,20 @@ class SSANTransformerModel(VariantTransformerModel):
 
     options = SSANOptions
     layers_option = "ssan_layers"
+
+    @classmethod
+    def option_dataclasses(cls) -> List[type]:
+        return [SSANOptions, SSANSelectorOptions]
     # options missing from older checkpoints' args: what those checkpoints trained with
     legacy_defaults = {"ssan_straight_through_cap": STRAIGHT_THROUGH_EXP_CAP}
 
     @classmethod
     def build_variant_attention(cls, args, embed_dim, cfg):
-        return build_ssan_attention(
+        selector = "soft" if args.ssan_selection == "soft" else "gumbel"
+        return selector_class(selector).build_attention(
             args,
             embed_dim,
             cfg.encoder.attention_heads,
-            selection=args.ssan_selection,
             dropout=cfg.attention_dropout,
             q_noise=cfg.quant_noise.pq,
             qn_block_size=cfg.quant_noise.pq_block_size,

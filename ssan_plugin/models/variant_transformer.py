@@ -32,7 +32,7 @@ from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
 
 from ..modules import AttentionVariantEncoderLayer
 from ..modules.selection import SelectionReporter, SelectionStats, no_selection_statistics
-from ..cli.errors import OptionError
+from ..errors import OptionError
 
 # build_attention(layer_index, embed_dim, cfg) -> the self-attention module of that layer
 LayerAttentionBuilder = Callable[[int, int, TransformerConfig], nn.Module]

@@ -18,7 +18,7 @@ from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.dataclass.utils import gen_parser_from_dataclass
 from fairseq.models.transformer.transformer_legacy import TransformerModel
 
-from ..cli.errors import OptionError
+from ..errors import OptionError
 from .biblosan_transformer import BiBloSANTransformerModel
 from .disan_transformer import DiSANTransformerModel
 from .resa_transformer import ReSATransformerModel
@@ -26,8 +26,8 @@ from .selective_transformer import SelectiveTransformerModel
 from .ssan_transformer import SSANTransformerModel
 
 # "san" is fairseq's own self-attention (no variant layer); "selective" takes its selector from
-# --encoder-selector. It comes after "ssan": both offer SSAN's options, and the one parser of an
-# encoder-only model gets them from the first (VariantTransformerModel.add_variant_args).
+# --encoder-selector. "ssan" and "selective" both offer SSAN's options (one dataclass, added once
+# to the one parser of an encoder-only model, whichever comes first).
 ENCODER_VARIANTS: Dict[str, Optional[type]] = {
     "san": None,
     "ssan": SSANTransformerModel,

@@ -6,8 +6,4 @@ from .selection import (  # noqa: F401
     gumbel_sigmoid_straight_through,
     logistic_noise_like,
 )
-from .selective_attention import (  # noqa: F401
-    SelectiveMultiheadAttention,
-    sample_selection,
-    selective_softmax,
-)
+from .selective_weights import sample_selection, selective_softmax  # noqa: F401

@@ -30,7 +30,7 @@ from torch import Tensor
 from .disan import valid_weight
 from .multidim_attention import ATTENTION_IMPLEMENTATIONS, Source2Token, multidim_attention_probs
 from .variant_self_attention import VariantSelfAttention
-from ..cli.errors import OptionError
+from ..errors import OptionError
 
 
 def default_block_length(length: int) -> int:

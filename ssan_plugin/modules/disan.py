@@ -21,7 +21,7 @@ from torch import Tensor
 
 from .multidim_attention import ATTENTION_IMPLEMENTATIONS, DIRECTIONS, multidim_attention_probs
 from .variant_self_attention import VariantSelfAttention
-from ..cli.errors import OptionError
+from ..errors import OptionError
 
 
 def valid_weight(x: Tensor, pad: Optional[Tensor]) -> Tensor:

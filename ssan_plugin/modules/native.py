@@ -151,7 +151,7 @@ def _ptr_of(t: Optional[Tensor]):
 
 
 class NativeSampledSelectiveSoftmax(torch.autograd.Function):
-    """``_SampledSelectiveSoftmax`` (selective_attention.py) through the C kernel: same
+    """``_SampledSelectiveSoftmax`` (selective_weights.py) through the C kernel: same
     arguments, values, returned selection and gradients (float32 (B, h, T, S)); ``pad`` is the
     (B, S) key padding mask or None; ``noise`` (tests) is used as given, else drawn in C.
 

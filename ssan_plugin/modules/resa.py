@@ -48,7 +48,7 @@ from .selection import (
     gumbel_sigmoid_straight_through,
 )
 from .variant_self_attention import VariantSelfAttention
-from ..cli.errors import OptionError
+from ..errors import OptionError
 
 ESTIMATORS = ("reinforce", "gumbel")
 RESA_DIRECTIONS = ("none", "bi")

@@ -1,6 +1,6 @@
 """What both training kernels of SSAN's sampled selective softmax keep for backward and return.
 
-The torch kernel (``_SampledSelectiveSoftmax`` in selective_attention.py) and the native one
+The torch kernel (``_SampledSelectiveSoftmax`` in selective_weights.py) and the native one
 (``NativeSampledSelectiveSoftmax`` in native.py) save the same tensors and return the sample in
 the same form; the one function lives here, below both, so neither imports the other for it.
 """
@@ -13,7 +13,7 @@ from torch import Tensor
 
 def save_sampled_for_backward(ctx, out: Tensor, weight: Tensor, chosen: Tensor,
                               slope: Optional[Tensor]) -> Tensor:
-    """What both training kernels (selective_attention.py's and native.py's) keep and return:
+    """What both training kernels (selective_weights.py's and native.py's) keep and return:
     saves ATT, w and, when the sample carries a gradient (``slope`` given), the slope; returns
     the sample A, float32 and differentiable with a slope, else the bool ``chosen`` as a
     constant."""

@@ -15,7 +15,7 @@ Also here: the noise, straight-through and entropy helpers both selectors use.
 
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Optional
+from typing import List, Optional
 
 import torch
 import torch.nn.functional as F
@@ -87,27 +87,48 @@ class SelectionStats:
 pytree.register_dataclass(SelectionStats)
 
 
+@dataclass(frozen=True)
+class SelectionRequest:
+    """What a consumer of the records asks of every selective layer (:func:`request_selection`):
+    ``statistics`` as ``SelectionReporter.report_statistics``; ``rate_gradient`` /
+    ``entropy_gradient``: whether the record's ``pair_rate`` / ``pair_count`` and ``neg_entropy``
+    keep their gradients in training (the selective criterion asks for those its loss weighs;
+    a layer refuses, by name, a gradient its selector cannot give)."""
+
+    statistics: Optional[bool] = None
+    rate_gradient: bool = True
+    entropy_gradient: bool = True
+
+
 class SelectionReporter:
     """Mixin of attention modules that select: the encoder takes each forward's record with
-    :meth:`pop_selection` (so the output, not the module, owns the record and its graph)."""
+    :meth:`pop_selection` (so the output, not the module, owns the record and its graph); a
+    consumer states what it needs with :meth:`accept` (a ``SelectionRequest``)."""
 
     _selection: Optional[SelectionStats] = None
     #: analysis tools set this to get the 0/1 selection itself in each record
     keep_selection: bool = False
     #: None (default): a record in training, or when ``keep_selection`` is set; True: in
-    #: every forward (the selective criteria set it in ``check_model``, so that validation
+    #: every forward (the selective criteria request it in ``check_model``, so that validation
     #: logs the selection); False: never (decoding). Nothing else in evaluation reads the records
     #: (teacher-forced scoring, the hub, analysis without ``keep_selection``), and they cost
     #: passes over (B, h, T, S). See :func:`selection_statistics`.
     report_statistics: Optional[bool] = None
     #: whether ``pair_rate`` / ``pair_count`` and ``neg_entropy`` carry gradients in training.
-    #: The selective criterion sets them to what its loss weights (``--select-scale``,
+    #: The selective criterion requests what its loss weights (``--select-scale``,
     #: ``--nce-scale``), so that no graph is kept for a term no loss uses; any other consumer
     #: keeps the default, every term differentiable.
     rate_gradient: bool = True
     entropy_gradient: bool = True
     #: whether its records carry the token counts of a token selector (ReSA's samplers)
     token_selector: bool = False
+
+    def accept(self, request: SelectionRequest) -> None:
+        """Take ``request`` (see SelectionRequest); raises an OptionError, naming the option,
+        for a gradient this layer cannot give."""
+        self.report_statistics = request.statistics
+        self.rate_gradient = request.rate_gradient
+        self.entropy_gradient = request.entropy_gradient
 
     def wants_statistics(self) -> bool:
         """Whether this forward should report a record (see ``report_statistics``)."""
@@ -121,6 +142,14 @@ class SelectionReporter:
     def pop_selection(self) -> Optional[SelectionStats]:
         stats, self._selection = self._selection, None
         return stats
+
+
+def request_selection(module, request: SelectionRequest) -> List[SelectionReporter]:
+    """Hand ``request`` to every selective layer of ``module``; returns those layers."""
+    reporters = [m for m in module.modules() if isinstance(m, SelectionReporter)]
+    for m in reporters:
+        m.accept(request)
+    return reporters
 
 
 @contextmanager
@@ -188,19 +217,23 @@ def binary_entropy_from_logits(logits: Tensor) -> Tensor:
 
 
 class _StraightThrough(torch.autograd.Function):
-    """1[y > 0.5] in the forward pass (exactly 0/1), the identity in the backward pass."""
+    """``hard`` (exactly 0/1) in the forward pass, the identity to ``y`` in the backward pass."""
 
     @staticmethod
-    def forward(ctx, y: Tensor):
-        return (y > 0.5).to(y.dtype)
+    def forward(ctx, y: Tensor, hard: Tensor):
+        return hard
 
     @staticmethod
     def backward(ctx, grad: Tensor):
-        return grad
+        return grad, None
 
 
-def gumbel_sigmoid_straight_through(logits: Tensor, tau: float) -> Tensor:
+def gumbel_sigmoid_straight_through(logits: Tensor, tau: float, noise: Optional[Tensor] = None) -> Tensor:
     """Hard Gumbel-sigmoid sample: y = sigmoid((logits + G' - G'') / tau); forward 1[y > 0.5]
-    (exactly 0/1), backward the gradient of y. Same shape as ``logits``, float32."""
-    y = torch.sigmoid((logits.float() + logistic_noise_like(logits)) / tau)
-    return _StraightThrough.apply(y)
+    (exactly 0/1, taken as 1[logits + G' - G'' > 0], which it is for any tau > 0), backward the
+    gradient of y. Same shape as ``logits``, float32. ``noise``: the logistic noise G' - G'' to
+    use (broadcastable to ``logits``; tests), drawn when None."""
+    if noise is None:
+        noise = logistic_noise_like(logits)
+    z = logits.float() + noise.float()
+    return _StraightThrough.apply(torch.sigmoid(z / tau), (z > 0).to(torch.float32))

@@ -16,7 +16,7 @@ import math
 from pathlib import Path
 from typing import List, NamedTuple, Optional, Tuple
 
-from ..cli.errors import PipelineError
+from ..errors import PipelineError
 from ..translation.textio import read_lines
 
 LABELS = ("entailment", "neutral", "contradiction")  # label ids 0, 1, 2

@@ -34,7 +34,7 @@ from typing import Dict, List, Sequence, Tuple
 import torch
 from fairseq import checkpoint_utils, utils
 
-from ..cli.errors import InputError, one_line
+from ..errors import InputError, one_line
 from ..cli.files import Input, check_input_dir, guard_outputs, output_file, read_text
 from ..cli.checkpoints import load_checkpoint
 from ..stats.seed_groups import group_order, has_groups, parse_member, seed_level_cells, verdict

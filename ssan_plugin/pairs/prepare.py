@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from ..cli.errors import PipelineError
+from ..errors import PipelineError
 from ..cli.files import remove_own_files
 from ..translation import pipeline
 from ..translation import prepare as translation_prepare

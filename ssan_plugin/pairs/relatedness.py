@@ -15,7 +15,7 @@ loss it computes). Both read the head with the functions here; they sit in ``pai
 Nothing here imports torch at module level (``pairs.metrics`` re-exports the distribution).
 """
 
-from ..cli.errors import OptionError
+from ..errors import OptionError
 
 RELATEDNESS_LEVELS = 5  # scores 1..5
 RELATEDNESS_LOSSES = ("kl", "mse")

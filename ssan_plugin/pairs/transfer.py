@@ -17,7 +17,7 @@ from typing import List
 
 import torch
 
-from ..cli.errors import InputError
+from ..errors import InputError
 from ..cli.checkpoints import load_checkpoint
 
 logger = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ from typing import Dict, Iterable, Iterator, List, NamedTuple, Sequence, Tuple
 import torch
 from fairseq.data import Dictionary, indexed_dataset
 
-from ..cli.errors import InputError
+from ..errors import InputError
 from ..cli.files import check_input_file, check_output_dir, remove_own_files
 from . import datadir
 from .conll2005 import read_conll2005, resolve_conll2005

@@ -56,7 +56,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..cli.errors import InputError
+from ..errors import InputError
 from ..cli.files import check_input_file, check_output_file
 from ..stats import seed_groups
 from ..stats.buckets import LENGTH_BUCKETS, bucket_index, bucket_label

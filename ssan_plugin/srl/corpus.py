@@ -9,7 +9,7 @@ Training turns every proposition into one instance (words, predicate position, B
 from dataclasses import dataclass
 from typing import Callable, List, Sequence, Tuple
 
-from ..cli.errors import InputError
+from ..errors import InputError
 from .brackets import BracketError, Phrase, brackets_to_bio, parse_brackets
 
 # argument types that mark the predicate itself (a continuation of V is still the predicate)

@@ -22,7 +22,7 @@ import torch
 from fairseq import checkpoint_utils, utils
 from fairseq.tasks import TASK_REGISTRY
 
-from ..cli.errors import InputError
+from ..errors import InputError
 from ..cli.files import Input, check_input_dir, guard_outputs, output_file
 from ..cli.checkpoints import embedding_mismatch, load_checkpoint
 from . import datadir

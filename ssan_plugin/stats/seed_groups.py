@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..cli.errors import InputError
+from ..errors import InputError
 from .significance import (
     PairedResult,
     ScoreFn,

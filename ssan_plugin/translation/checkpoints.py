@@ -26,7 +26,7 @@ def _task_cfg(state):
 def load_checkpoint_state(path, expect_task="translation"):
     """The checkpoint's state, with ssan_plugin.cli.checkpoints.load_checkpoint's checks (safe loading,
     a translation checkpoint); PipelineError otherwise."""
-    from ..cli.errors import InputError
+    from ..errors import InputError
     from ..cli.checkpoints import load_checkpoint
 
     try:
@@ -38,7 +38,7 @@ def load_checkpoint_state(path, expect_task="translation"):
 def check_checkpoint(path, data_dir, src, tgt, compare_recorded_data=True):
     """Raise PipelineError if the checkpoint cannot have been trained on data_dir's dictionary."""
     from ..cli.checkpoints import embedding_mismatch
-    from ..cli.errors import InputError
+    from ..errors import InputError
 
     state = load_checkpoint_state(path)
     data_dir = Path(data_dir)

@@ -4,7 +4,7 @@ import hashlib
 from pathlib import Path
 from typing import List, Tuple
 
-from ..cli.errors import InputError, PipelineError  # noqa: F401 (PipelineError: re-exported)
+from ..errors import InputError, PipelineError  # noqa: F401 (PipelineError: re-exported)
 from ..cli.files import check_input_file, decode_utf8
 
 

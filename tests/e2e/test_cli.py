@@ -82,7 +82,7 @@ def test_warm_start_from_plain_transformer(tiny_bin, tmp_path):
                    "--save-dir", tmp_path / "ssan", "--finetune-from-model", base / "checkpoint_last.pt")
     log = proc.stdout + proc.stderr
     for layer in (0, 1):
-        assert f"encoder.layers.{layer}.self_attn.policy_proj: not in the checkpoint" in log
+        assert f"encoder.layers.{layer}.self_attn.selector (gumbel): not in the checkpoint" in log
     # every baseline weight is loaded as is (checked on the model directly, before training)
     from fairseq import checkpoint_utils, options, tasks
 
@@ -94,7 +94,7 @@ def test_warm_start_from_plain_transformer(tiny_bin, tmp_path):
     own = model.state_dict()
     assert all(torch.equal(own[k], v) for k, v in baseline.items())
     assert {k for k in own if k not in baseline} == {
-        f"encoder.layers.{i}.self_attn.policy_proj.{p}" for i in (0, 1) for p in ("weight", "bias")}
+        f"encoder.layers.{i}.self_attn.selector.policy_proj.{p}" for i in (0, 1) for p in ("weight", "bias")}
 
 
 class Payload:
@@ -189,7 +189,7 @@ def test_start_options_train_resume_and_decode(tiny_bin, tmp_path):
     valid = [l for l in (proc.stdout + proc.stderr).splitlines() if "valid on 'valid'" in l]
     assert valid and float(re.search(r"\| sel ([0-9.]+)", valid[-1]).group(1)) == 1.0
     state = torch.load(save / "checkpoint_last.pt", map_location="cpu")
-    counters = {k: int(v) for k, v in state["model"].items() if k.endswith("self_attn.num_updates")}
+    counters = {k: int(v) for k, v in state["model"].items() if k.endswith("self_attn.selector.num_updates")}
     assert counters and set(counters.values()) == {2}
     run_cli("fairseq-train", tiny_bin, *TRAIN, *SSAN, *flags, "--max-update", 8,
             "--save-dir", save)

@@ -213,7 +213,7 @@ def test_encoder_init_loads_exactly_the_translation_encoder(sick, tmp_path):
                              updates=1, shape=shape)
     log = proc.stdout + proc.stderr
     assert f"--encoder-init {mt_checkpoint}: {len(translation)} encoder tensors loaded" in log
-    assert "new (freshly initialised): encoder.layers.0.self_attn.policy_proj.weight" in log
+    assert "new (freshly initialised): encoder.layers.0.self_attn.selector.policy_proj.weight" in log
     mt_checkpoint.unlink()
     evaluate(pair_bin, [str(checkpoint)], tmp_path / "e.json", subset="valid")
 

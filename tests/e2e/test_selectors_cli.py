@@ -7,30 +7,17 @@ import re
 
 import pytest
 
-from conftest import PLUGIN_DIR, TINY_MODEL, run_cli
+from conftest import SELECTOR_PLUGIN_DIR, TINY_MODEL, run_cli
+from helpers.selectors import tiny_flags
 from ssan_plugin.modules.selectors import SELECTORS
 
 N_TEST = 37  # tests/conftest.py's tiny corpus
 
-FLAGS = {
-    "gumbel": ["--ssan-kernel", "torch"],
-    "soft": [],
-    "topk": ["--topk", "4"],
-    "entmax": [],  # alpha learnt per head
-    "gate": ["--gate-init-bias", "1"],
-    "fixed_mask": ["--max-source-positions", "64"],
-}
-
-
-def test_every_selector_has_a_case():
-    assert set(FLAGS) == set(SELECTORS)
-
-
 @pytest.mark.parametrize("name", list(SELECTORS))
 def test_train_and_generate(tiny_bin, tmp_path, name):
     save = tmp_path / "ckpt"
-    log = run_cli("fairseq-train", tiny_bin, "--user-dir", PLUGIN_DIR, "--arch", "selective_transformer_small",
-                  *TINY_MODEL, "--encoder-selector", name, *FLAGS[name],
+    log = run_cli("fairseq-train", tiny_bin, "--user-dir", SELECTOR_PLUGIN_DIR, "--arch", "selective_transformer_small",
+                  *TINY_MODEL, "--encoder-selector", name, *tiny_flags(name),
                   "--criterion", "selective_label_smoothed_cross_entropy", "--label-smoothing", "0.1",
                   "--optimizer", "adam", "--lr", "1e-3", "--max-tokens", "500", "--max-update", "3",
                   "--save-dir", save, "--cpu", "--seed", "1", "--log-format", "simple", "--log-interval", "1",
@@ -41,7 +28,7 @@ def test_train_and_generate(tiny_bin, tmp_path, name):
     assert inner and all(re.search(r" sel=[\d.]+", line) and "sel_0=" in line for line in inner), text[-2000:]
     valid = re.findall(r"valid on 'valid' subset .*", text)
     assert valid and all(re.search(r"\| sel [\d.]+ \|", line) for line in valid), text[-2000:]
-    out = run_cli("fairseq-generate", tiny_bin, "--user-dir", PLUGIN_DIR, "--path", save / "checkpoint_last.pt",
+    out = run_cli("fairseq-generate", tiny_bin, "--user-dir", SELECTOR_PLUGIN_DIR, "--path", save / "checkpoint_last.pt",
                   "--gen-subset", "test", "--batch-size", "8", "--required-batch-size-multiple", "1",
                   "--beam", "2", "--max-len-b", "10", "--cpu").stdout
     ids = sorted(int(m.group(1)) for m in re.finditer(r"^H-(\d+)\t", out, re.M))

@@ -12,24 +12,12 @@ import json
 import pytest
 import torch
 
+from conftest import SELECTOR_PLUGIN_DIR
 from helpers.pairs_cli import TINY_PAIR_MODEL, prepare_in_process, sick_rows, train as train_pairs
+from helpers.selectors import own_state_names, tiny_flags
 from helpers.srl_cli import BIN, run, tiny05  # noqa: F401  (fixture)
 from ssan_plugin.commands import evaluate_pairs, evaluate_srl
 from ssan_plugin.modules.selectors import SELECTORS
-
-FLAGS = {
-    "gumbel": [],
-    "soft": [],
-    "topk": ["--topk", "2"],
-    "entmax": ["--entmax-fixed-alpha"],  # 1.5-entmax (translation: alpha learnt)
-    "gate": [],
-    "fixed_mask": ["--max-source-positions", "64"],
-}
-
-
-def test_every_selector_has_a_case():
-    assert set(FLAGS) == set(SELECTORS)
-
 
 def select_scale(name):
     """``--select-scale`` where it trains the selector (it is refused elsewhere)."""
@@ -42,21 +30,16 @@ def check_checkpoint(path, name):
     state = torch.load(path, map_location="cpu", weights_only=True)
     model_args = state["args"] if state.get("args") is not None else state["cfg"]["model"]
     assert model_args.encoder_selector == name
-    own = {k.split(".self_attn.", 1)[1] for k in state["model"]
-           if ".self_attn.selector." in k or ".self_attn.policy_proj." in k}
-    policy = {"policy_proj.weight", "policy_proj.bias"}
-    expected = {"gumbel": policy, "soft": policy, "topk": set(), "entmax": set(),
-                "gate": {"selector.gate_proj.weight", "selector.gate_proj.bias"},
-                "fixed_mask": {"selector.mask_logits"}}[name]
-    assert own == expected
+    own = {k.split(".self_attn.", 1)[1] for k in state["model"] if ".self_attn.selector." in k}
+    assert own == own_state_names(name)
     return state
 
 
 @pytest.mark.parametrize("name", list(SELECTORS))
 def test_srl_tagger(tiny05, tmp_path, name):
     save = tmp_path / "ckpt"
-    proc = run([str(BIN / "fairseq-train"), str(tiny05), "--user-dir", "ssan_plugin", "--task", "srl",
-                "--arch", "srl_tagger", "--srl-encoder", "selective", "--encoder-selector", name, *FLAGS[name],
+    proc = run([str(BIN / "fairseq-train"), str(tiny05), "--user-dir", str(SELECTOR_PLUGIN_DIR), "--task", "srl",
+                "--arch", "srl_tagger", "--srl-encoder", "selective", "--encoder-selector", name, *tiny_flags(name),
                 "--encoder-embed-dim", "16", "--encoder-ffn-embed-dim", "32", "--encoder-layers", "1",
                 "--encoder-attention-heads", "2", "--criterion", "srl_cross_entropy", *select_scale(name),
                 "--optimizer", "adam", "--lr", "1e-2", "--required-batch-size-multiple", "1",
@@ -93,7 +76,8 @@ def pair_data(tmp_path_factory):
 @pytest.mark.parametrize("name", list(SELECTORS))
 def test_pair_classifier(pair_data, tmp_path, name):
     checkpoint, proc = train_pairs(pair_data, tmp_path / "ckpt", "selective", "--encoder-selector", name,
-                                   *FLAGS[name], *select_scale(name), target="both")
+                                   *tiny_flags(name), *select_scale(name), target="both",
+                                   user_dir=SELECTOR_PLUGIN_DIR)
     log = proc.stdout + proc.stderr
     inner = [line for line in log.splitlines() if "train_inner" in line]
     assert len(inner) == 4 and all("sel_0=" in line and "sel_1=" in line for line in inner), log[-3000:]

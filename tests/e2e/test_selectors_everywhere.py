@@ -35,8 +35,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import PLUGIN_DIR, TINY_MODEL, run_cli
+from conftest import PLUGIN_DIR, SELECTOR_PLUGIN_DIR, TINY_MODEL, run_cli
 from helpers.fairseq_setup import build, first_batch
+from helpers.selectors import own_state_names, tiny_flags
 from helpers.translation_testlib import PREPARE, load_script
 from ssan_plugin.modules.selection import SelectionReporter, selection_statistics
 from ssan_plugin.modules.selectors import SELECTORS
@@ -46,25 +47,12 @@ _spec = importlib.util.spec_from_file_location("selectors_distributed_helpers", 
 distributed = importlib.util.module_from_spec(_spec)  # its launcher, rank-dumping wrapper, checks
 _spec.loader.exec_module(distributed)
 
-FLAGS = {
-    "gumbel": ["--ssan-kernel", "torch"],  # fixed_mask: auto, the native kernel where it builds
-    "soft": [],
-    "topk": ["--topk", "3"],
-    "entmax": [],  # alpha learnt per head
-    "gate": ["--gate-init-bias", "1"],
-    "fixed_mask": ["--max-source-positions", "64"],
-}
-SAMPLING = {"gumbel", "fixed_mask"}
 CRITERION = ["--criterion", "selective_label_smoothed_cross_entropy", "--label-smoothing", "0.1"]
 N_TEST = 13  # not a multiple of 8
 UPDATES, HALF = 4, 2
 GEN = ["--beam", "2", "--max-len-a", "0", "--max-len-b", "8", "--batch-size", "8",
        "--required-batch-size-multiple", "1", "--post-process", "sentencepiece", "--cpu",
        "--num-workers", "0"]  # in-process: no loader worker (a finished one is joined after 5 s)
-
-
-def test_every_selector_has_a_case():
-    assert set(FLAGS) == set(SELECTORS)
 
 
 @pytest.fixture(scope="module")
@@ -82,8 +70,8 @@ def data(tmp_path_factory):
 
 
 def train_args(data_bin, name, save_dir, *extra):
-    return [data_bin, "--user-dir", PLUGIN_DIR, "--arch", "selective_transformer", *TINY_MODEL,
-            "--encoder-selector", name, *FLAGS[name], *CRITERION, "--optimizer", "adam",
+    return [data_bin, "--user-dir", SELECTOR_PLUGIN_DIR, "--arch", "selective_transformer", *TINY_MODEL,
+            "--encoder-selector", name, *tiny_flags(name), *CRITERION, "--optimizer", "adam",
             "--lr", "1e-3", "--max-tokens", "300", "--max-update", UPDATES,
             "--save-dir", save_dir, "--seed", "1", "--cpu", "--disable-validation",
             "--no-epoch-checkpoints", "--log-format", "simple", "--log-interval", "1",
@@ -167,8 +155,8 @@ def test_resume_continues_exactly(data, reference, tmp_path, name):
     assert_identical(resumed["model"], uninterrupted["model"], "model")
     assert_identical(resumed["last_optimizer_state"], uninterrupted["last_optimizer_state"], "adam")
     halfway = load(ref_save / f"checkpoint_1_{HALF}.pt")["model"]
-    own = [k for k in halfway if ".self_attn.selector." in k or ".self_attn.policy_proj." in k]
-    assert bool(own) == (name != "topk")  # topk has no parameters of its own
+    own = [k for k in halfway if ".self_attn.selector." in k]
+    assert bool(own) == bool(own_state_names(name))  # none for a selector without parameters
     for key in own + ["encoder.layers.0.self_attn.q_proj.weight"]:  # the updates after the restart moved them
         assert not torch.equal(halfway[key], resumed["model"][key]), key
 
@@ -192,12 +180,12 @@ def test_two_cpu_processes(data, reference, tmp_path, name):
         distributed.assert_same_state(states[0, upd], states[1, upd], f"{name} after update {upd}")
     saved = load(save / "checkpoint_last.pt")["model"]
     distributed.assert_same_state(saved, states[1, UPDATES], "checkpoint vs rank 1")
-    own = [k for k in states[0, 1] if ".self_attn.selector." in k or ".self_attn.policy_proj." in k]
+    own = [k for k in states[0, 1] if ".self_attn.selector." in k]
     assert all(not torch.equal(states[0, 1][k], states[0, UPDATES][k]) for k in own)
 
     log = inner(logs[0])
     assert sorted(log) == list(range(1, UPDATES + 1))
-    tolerance = 0.02 if name in SAMPLING else 0.0011  # 3 printed decimals
+    tolerance = 0.02 if SELECTORS[name].samples else 0.0011  # 3 printed decimals
     for upd in log:
         for metric in ("loss", "nll_loss", "sel_0", "sel_1", "sel"):
             got, expected = float(log[upd][metric]), float(ref_log[upd][metric])
@@ -320,7 +308,7 @@ def test_interactive_and_hub_translate_as_generate(data, reference, tmp_path, ca
 
 def selector_model(data_bin, name, *extra):
     torch.manual_seed(0)
-    return build(data_bin, ["--arch", "selective_transformer", "--encoder-selector", name, *FLAGS[name],
+    return build(data_bin, ["--arch", "selective_transformer", "--encoder-selector", name, *tiny_flags(name),
                             *CRITERION, *extra])
 
 
@@ -351,7 +339,7 @@ def test_checkpoint_activations_train_exactly_as_without(data, name):
     for (grads, logs), (ckpt_grads, ckpt_logs) in zip(plain, checkpointed):
         assert_identical(ckpt_grads, grads, "gradients")
         assert ckpt_logs == logs and "sel_selected_0" in logs
-    assert any(".selector." in k or ".policy_proj." in k for k in grads) == (name != "topk")
+    assert any(".selector." in k for k in grads) == bool(own_state_names(name))
 
     # a regulariser would get no gradient through the recomputed layers: refused, by name
     for option, trainable, refusal in (("--select-scale", "rate_has_gradient", f"the {name} selector's rate"),

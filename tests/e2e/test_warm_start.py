@@ -42,10 +42,10 @@ def test_ssan_continues_the_schedule(tiny_bin, base, tmp_path):
     proc = run_cli("ssan-warm-start", "--base", base_ckpt, "--arch", "ssan_transformer",
                    "--out", out, "--", "--ssan-tau", "0.7")
     assert "at update 6, 4 new and 0 dropped" in proc.stdout
-    assert "new (freshly initialised): encoder.layers.0.self_attn.policy_proj.weight" in proc.stderr
+    assert "new (freshly initialised): encoder.layers.0.self_attn.selector.policy_proj.weight" in proc.stderr
     before, after = load(base_ckpt), load(out)
     assert set(after["model"]) - set(before["model"]) == {
-        f"encoder.layers.{i}.self_attn.policy_proj.{p}" for i in range(2) for p in ("weight", "bias")}
+        f"encoder.layers.{i}.self_attn.selector.policy_proj.{p}" for i in range(2) for p in ("weight", "bias")}
     assert all(torch.equal(before["model"][k], after["model"][k]) for k in before["model"])
     assert after["last_optimizer_state"]["state"] == {}  # fresh moments
     assert after["optimizer_history"][-1]["lr_scheduler_state"] == before["optimizer_history"][-1]["lr_scheduler_state"]

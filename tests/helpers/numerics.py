@@ -1,5 +1,5 @@
 """Adversarial inputs and checks (float32 and bfloat16 under torch.autocast on CPU), shared by
-tests/unit/modules/test_selective_attention_numerics.py and test_variant_self_attention.py."""
+tests/unit/modules/test_selective_weights_numerics.py and test_variant_self_attention.py."""
 
 import torch
 

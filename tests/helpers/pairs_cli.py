@@ -73,9 +73,10 @@ TINY_PAIR_MODEL = ("--encoder-embed-dim", 32, "--encoder-ffn-embed-dim", 64,
                    "--encoder-layers", 2, "--encoder-attention-heads", 2, "--dropout", 0.0)
 
 
-def train(data, save_dir, encoder, *extra, updates=4, target="entailment", shape=TINY_PAIR_MODEL):
+def train(data, save_dir, encoder, *extra, updates=4, target="entailment", shape=TINY_PAIR_MODEL,
+          user_dir=ROOT / "ssan_plugin"):
     """fairseq-train --task sentence_pair, a tiny pair_classifier for `updates` updates."""
-    proc = run([BIN / "fairseq-train", data, "--user-dir", ROOT / "ssan_plugin",
+    proc = run([BIN / "fairseq-train", data, "--user-dir", user_dir,
                 "--task", "sentence_pair", "--pair-target", target, "--arch", "pair_classifier",
                 "--pair-encoder", encoder, *shape, "--criterion", "sentence_pair_loss",
                 "--optimizer", "adam", "--lr", 0.003, "--batch-size", 16,

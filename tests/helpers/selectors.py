@@ -31,6 +31,19 @@ def selector_args(**overrides) -> argparse.Namespace:
     return argparse.Namespace(**values)
 
 
+def tiny_flags(name) -> list:
+    """The flags a tiny training run of selector ``name`` uses (the selector's ``tiny_flags``)."""
+    return list(SELECTORS[name].tiny_flags)
+
+
+def own_state_names(name) -> set:
+    """The names of selector ``name``'s own parameters and buffers in an attention module's
+    state (``selector.NAME``), from the selector built with its options' defaults; empty for a
+    selector without parameters."""
+    selector = SELECTORS[name].from_args(selector_args(), C, H)
+    return {"selector." + key for key in selector.state_dict()}
+
+
 def build(name, dropout=0.0, seed=0, double=True, **overrides):
     """The registry's attention module of selector ``name`` (width C, H heads)."""
     torch.manual_seed(seed)
@@ -86,6 +99,18 @@ def fairseq_attention(attn):
     return theirs.eval()
 
 
+def spy_selections(attn) -> list:
+    """The Selections the selector of ``attn`` returns from now on (its forward), in a list."""
+    seen, forward = [], attn.selector.forward
+
+    def spy(*args, **kwargs):
+        seen.append(forward(*args, **kwargs))
+        return seen[-1]
+
+    attn.selector.forward = spy
+    return seen
+
+
 def call(attn, x, pad, **kwargs):
     """fairseq's encoder self-attention call."""
     return attn(query=x, key=x, value=x, key_padding_mask=pad, **kwargs)
@@ -113,8 +138,8 @@ def ssan_model_attention(selection="hard", seed=0, **options):
 
 def policy_logits_by_hand(attn, x):
     """E_p[b, h, i, j] = q_p,i . k_p,j over the head's P / h policy dimensions."""
-    proj = x @ attn.policy_proj.weight.T + attn.policy_proj.bias  # (T, B, 2P)
-    q_p, k_p = proj.split(attn.policy_dim, dim=-1)
-    d = attn.policy_head_dim
+    proj = x @ attn.selector.policy_proj.weight.T + attn.selector.policy_proj.bias  # (T, B, 2P)
+    q_p, k_p = proj.split(attn.selector.policy_dim, dim=-1)
+    d = attn.selector.policy_head_dim
     return torch.stack([torch.einsum("ibd,jbd->bij", q_p[..., h * d:(h + 1) * d], k_p[..., h * d:(h + 1) * d])
                         for h in range(H)], dim=1)

@@ -1,5 +1,5 @@
 """A small SSAN encoder layer (fairseq's layer with selective self-attention) and its inputs,
-shared by tests/unit/modules/test_selective_attention.py and test_encoder_layer.py."""
+shared by tests/unit/modules/test_selective_weights.py and test_encoder_layer.py."""
 
 import argparse
 
@@ -9,7 +9,7 @@ from fairseq.models.transformer.transformer_config import EncDecBaseConfig
 
 from ssan_plugin.models.ssan_transformer import SSANTransformerModel
 from ssan_plugin.modules import AttentionVariantEncoderLayer
-from ssan_plugin.modules.selective_attention import STRAIGHT_THROUGH_EXP_CAP
+from ssan_plugin.modules.selective_weights import STRAIGHT_THROUGH_EXP_CAP
 
 
 C, H, T, B = 32, 4, 7, 3
@@ -29,6 +29,7 @@ def build_selective_attention(embed_dim, cfg, tau=0.5, selection="hard", policy_
     args = argparse.Namespace(ssan_tau=tau, ssan_selection=selection, ssan_scale_policy_logits=False,
                               ssan_policy_dim=policy_dim,
                               ssan_straight_through_cap=straight_through_cap, ssan_kernel=kernel)
+    SSANTransformerModel.fill_defaults(args)  # the options not given: their declared defaults
     return SSANTransformerModel.build_variant_attention(args, embed_dim, cfg)
 
 
@@ -41,8 +42,8 @@ def ssan_layer(cfg, tau=0.5, selection="hard", policy_dim=0, kernel="torch"):
 def force_select_all(layer):
     """Policy logits E_p = (q_p . k_p) = 40^2 * d: every pair selected whatever the noise."""
     with torch.no_grad():
-        layer.self_attn.policy_proj.weight.zero_()
-        layer.self_attn.policy_proj.bias.fill_(40.0)
+        layer.self_attn.selector.policy_proj.weight.zero_()
+        layer.self_attn.selector.policy_proj.bias.fill_(40.0)
 
 
 def inputs(seed=0):

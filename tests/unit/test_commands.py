@@ -131,7 +131,7 @@ def test_register_completes_what_a_half_imported_module_left_out():
     the registration (it would import that module again, half made); register() finishes it."""
     code = """
 import json
-import ssan_plugin.modules.selective_attention
+import ssan_plugin.modules.selective_weights
 import ssan_plugin
 ssan_plugin.register()
 ssan_plugin.register()  # idempotent

@@ -1,6 +1,8 @@
 """The layering rule of docs/architecture.md ("Layers"), checked on the import graph of
 ``ssan_plugin/`` read statically with ``ast``: every ``import`` and ``from ... import``,
-relative ones and those inside functions included (a lazy import is still a dependency).
+relative ones and those inside functions included (a lazy import is still a dependency), and
+every ``importlib.import_module(...)`` / ``__import__(...)`` whose module name is a literal
+string (absolute, or relative with a package the reader can tell).
 
 ``LAYERS`` below is the doc's picture as data, bottom layer first; change the two together.
 A module may import its own layer and the layers below it, never one above; on top of that,
@@ -23,7 +25,7 @@ PACKAGE = "ssan_plugin"
 #: module under it); ``ssan_plugin`` itself stands for the package root's ``__init__.py`` only.
 #: The most specific member decides a module's layer.
 LAYERS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
-    ("helpers", ("ssan_plugin.cli", "ssan_plugin.runtime", "ssan_plugin.stats")),
+    ("helpers", ("ssan_plugin.errors", "ssan_plugin.cli", "ssan_plugin.runtime", "ssan_plugin.stats")),
     ("maths", ("ssan_plugin.modules",)),
     ("data", ("ssan_plugin.translation", "ssan_plugin.srl", "ssan_plugin.pairs")),
     ("fairseq", ("ssan_plugin.models", "ssan_plugin.criterions", "ssan_plugin.tasks")),
@@ -59,36 +61,111 @@ def package_modules(root: Path = ROOT) -> Dict[str, Path]:
     return modules
 
 
+#: callables that import a module named by a string: ``importlib.import_module(name,
+#: package)`` (also imported by its own name) and ``__import__(name, globals, locals, fromlist,
+#: level)`` (also as ``builtins.__import__``)
+IMPORT_CALLS = ("import_module", "__import__")
+
+
+def _resolve(anchor: str, level: int, name: str) -> str:
+    """``name`` relative to the package ``anchor`` with ``level`` leading dots, as Python
+    resolves ``from <level dots><name> import ...``."""
+    base = anchor.split(".")
+    base = base[:len(base) - (level - 1)]
+    return ".".join(base + ([name] if name else []))
+
+
+def _argument(call: ast.Call, position: int, keyword: str) -> Optional[ast.expr]:
+    if len(call.args) > position:
+        return call.args[position]
+    return next((k.value for k in call.keywords if k.arg == keyword), None)
+
+
+def _string(node: Optional[ast.expr]) -> Optional[str]:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def string_import(call: ast.Call, module: str, here: str) -> Optional[Tuple[str, List[str]]]:
+    """For a call of one of IMPORT_CALLS with a literal module name: (the absolute name of the
+    module it imports, its literal ``fromlist``); None for any other call, a name that is not a
+    literal, or a relative name whose package the reader cannot tell. ``here``: the package
+    relative imports of ``module`` start from ("" for none)."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        called = func.id
+    elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+            and func.value.id in ("importlib", "builtins"):
+        called = func.attr
+    else:
+        return None
+    name = _string(_argument(call, 0, "name"))
+    if called not in IMPORT_CALLS or name is None:
+        return None
+    if called == "import_module":
+        level = len(name) - len(name.lstrip("."))
+        if not level:
+            return name, []
+        package = _argument(call, 1, "package")
+        anchor = _string(package)
+        if isinstance(package, ast.Name) and package.id == "__package__":
+            anchor = here
+        elif isinstance(package, ast.Name) and package.id == "__name__":
+            anchor = module
+        elif isinstance(package, ast.Attribute) and package.attr == "parent" \
+                and isinstance(package.value, ast.Name) and package.value.id == "__spec__":
+            anchor = here
+        return (_resolve(anchor, level, name[level:]), []) if anchor else None
+    level_node = _argument(call, 4, "level")
+    level = level_node.value if isinstance(level_node, ast.Constant) \
+        and isinstance(level_node.value, int) else 0
+    names = _argument(call, 3, "fromlist")
+    fromlist = [_string(n) for n in names.elts] \
+        if isinstance(names, (ast.List, ast.Tuple)) else []
+    fromlist = [n for n in fromlist if n and n != "*"]
+    if not level:
+        return name, fromlist
+    return (_resolve(here, level, name), fromlist) if here else None
+
+
 def imports_of(source: str, module: str, is_package: bool, known: Iterable[str]) -> Set[str]:
     """Every module of the package that ``source`` (the text of ``module``) imports, anywhere
     in the file. ``from X import name`` points at ``X.name`` when that is a module, else at
-    ``X``; a target that is not a module of the package is returned as it is (the rule then
-    reports it as unknown). Imports of other packages are left out."""
+    ``X``; so does a call of ``importlib.import_module`` / ``__import__`` with a literal module
+    name (``__import__``'s literal ``fromlist`` as ``from``'s names). A target that is not a
+    module of the package is returned as it is (the rule then reports it as unknown). Imports of
+    other packages are left out."""
     known = set(known)
     here = module if is_package else module.rpartition(".")[0]
     found = set()
+
+    def imported(target: str, names: Iterable[str]) -> None:
+        if target.split(".")[0] != PACKAGE:
+            return
+        names = list(names)
+        if not names:
+            found.add(target)
+        for name in names:
+            sub = f"{target}.{name}"
+            found.add(sub if sub in known else target)
+
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names
-                         if alias.name.split(".")[0] == PACKAGE)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = here.split(".")
-                base = base[:len(base) - (node.level - 1)]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
-            if target.split(".")[0] != PACKAGE:
-                continue
             for alias in node.names:
-                sub = f"{target}.{alias.name}"
-                found.add(sub if sub in known else target)
+                imported(alias.name, [])
+        elif isinstance(node, ast.ImportFrom):
+            target = _resolve(here, node.level, node.module or "") if node.level \
+                else node.module or ""
+            imported(target, [alias.name for alias in node.names])
+        elif isinstance(node, ast.Call):
+            call = string_import(node, module, here)
+            if call is not None:
+                imported(*call)
     return found
 
 
 def front_end_imports(source: str, script_names: Set[str]) -> Set[str]:
     """Absolute imports of a front end (``scripts``, ``benchmarks``, ``examples``) or of one of
-    their files by its name."""
+    their files by its name, by an import statement or by a literal string."""
     hits = set()
     for node in ast.walk(ast.parse(source)):
         names = []
@@ -96,6 +173,9 @@ def front_end_imports(source: str, script_names: Set[str]) -> Set[str]:
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
             names = [node.module]
+        elif isinstance(node, ast.Call):  # by a literal string; a relative one is not resolved
+            call = string_import(node, "", "")
+            names = [call[0]] if call is not None else []
         hits.update(n for n in names
                     if n.split(".")[0] in FRONT_ENDS or n.split(".")[0] in script_names)
     return hits
@@ -260,7 +340,7 @@ def test_the_check_reports_each_bad_arrow(name):
 
 
 def test_the_check_reports_the_cycle_inside_modules():
-    native, attention = "ssan_plugin.modules.native", "ssan_plugin.modules.selective_attention"
+    native, attention = "ssan_plugin.modules.native", "ssan_plugin.modules.selective_weights"
     edges = import_graph() | {(native, attention), (attention, native)}
     problems = violations(edges, package_modules())
     assert any(p.startswith("import cycle:") and native in p and attention in p
@@ -293,6 +373,60 @@ def test_the_reader_sees_relative_lazy_and_absolute_imports():
                              "import bench_steps\n",
                              {"evaluate_bleu", "probe", "bench_steps"}) == {
         "scripts.demo", "evaluate_bleu", "benchmarks.bench_ssan", "bench_steps"}
+
+
+STRING_IMPORTS = {  # a call inside a function of ssan_plugin.srl.evaluate: what it imports
+    'importlib.import_module("ssan_plugin.tasks.srl")': {"ssan_plugin.tasks.srl"},
+    'import_module("ssan_plugin.modules.native")': {"ssan_plugin.modules.native"},
+    'importlib.import_module(".datadir", __package__)': {"ssan_plugin.srl.datadir"},
+    'importlib.import_module(".datadir", __spec__.parent)': {"ssan_plugin.srl.datadir"},
+    'importlib.import_module("..tasks.srl", package="ssan_plugin.srl")': {"ssan_plugin.tasks.srl"},
+    'importlib.import_module("ssan_plugin.no_such_module")': {"ssan_plugin.no_such_module"},
+    '__import__("ssan_plugin.cli")': {"ssan_plugin.cli"},
+    'builtins.__import__("ssan_plugin")': {"ssan_plugin"},
+    '__import__("ssan_plugin.modules", fromlist=["native", "not_a_module"])': {
+        "ssan_plugin.modules.native", "ssan_plugin.modules"},
+    '__import__("tasks.srl", globals(), locals(), ["SRLTask"], 2)': {"ssan_plugin.tasks.srl"},
+    '__import__("", globals(), None, ["datadir"], level=1)': {"ssan_plugin.srl.datadir"},
+    # not seen: a name that is not a literal, a relative name without its package, another
+    # package, another callable
+    "importlib.import_module(name)": set(),
+    'importlib.import_module(".datadir")': set(),
+    'importlib.import_module("fairseq.models")': set(),
+    '__import__("fairseq", fromlist=["ssan_plugin"])': set(),
+    'importlib.reload("ssan_plugin.cli")': set(),
+}
+
+
+@pytest.mark.parametrize("call", sorted(STRING_IMPORTS))
+def test_the_reader_sees_imports_by_a_literal_string(call):
+    known = {"ssan_plugin", "ssan_plugin.cli", "ssan_plugin.tasks", "ssan_plugin.tasks.srl",
+             "ssan_plugin.srl", "ssan_plugin.srl.evaluate", "ssan_plugin.srl.datadir",
+             "ssan_plugin.modules", "ssan_plugin.modules.native"}
+    source = ("import builtins\nimport importlib\nfrom importlib import import_module\n"
+              f"def f(name):\n    return {call}\n")
+    assert imports_of(source, "ssan_plugin.srl.evaluate", False, known) == STRING_IMPORTS[call]
+
+
+def test_the_reader_resolves_a_string_import_in_a_package_and_checks_it():
+    known = {"ssan_plugin", "ssan_plugin.cli", "ssan_plugin.srl", "ssan_plugin.srl.datadir"}
+    # in a package's __init__, __name__ is the package itself
+    assert imports_of('importlib.import_module(".datadir", __name__)\n', "ssan_plugin.srl",
+                      True, known) == {"ssan_plugin.srl.datadir"}
+    assert imports_of('importlib.import_module(".cli", __package__)\n', "ssan_plugin", True,
+                      known) == {"ssan_plugin.cli"}
+    assert front_end_imports('importlib.import_module("scripts.demo")\n__import__("bench_steps")\n'
+                             'importlib.import_module(".probe", __package__)\n'
+                             '__import__("probe", globals(), None, [], 1)\n',
+                             {"bench_steps", "probe"}) == {"scripts.demo", "bench_steps"}
+    # an import by string is an arrow like any other: up a layer is reported
+    edge = ("ssan_plugin.cli", "ssan_plugin.srl.datadir")
+    found = imports_of('__import__("ssan_plugin.srl.datadir")\n', edge[0], True, known)
+    assert found == {edge[1]}
+    modules = package_modules()
+    reported = [p for p in violations({(edge[0], t) for t in found}, modules)
+                if p.startswith(" -> ".join(edge))]
+    assert reported and "up from layer 'helpers' to 'data'" in reported[0], reported
 
 
 def test_every_module_has_a_layer_and_unknown_targets_are_reported():

@@ -12,7 +12,7 @@ layout) for the model's test BLEU, chrF and evaluation selection rate.
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from ...cli.errors import PipelineError
+from ...errors import PipelineError
 from ...analysis.report import AnalysisResults, report_markdown
 from .archives import archive_json, archived_value
 from .blocks import ResultsError

@@ -5,7 +5,7 @@ around the blocks is written by hand."""
 import re
 from typing import Dict, List, Tuple
 
-from ...cli.errors import PipelineError
+from ...errors import PipelineError
 
 BEGIN = "<!-- begin generated: {key} -->"
 END = "<!-- end generated: {key} -->"

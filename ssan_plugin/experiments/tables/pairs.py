@@ -40,7 +40,7 @@ class PairsArchive(SeedRunArchive):
     def gold(self):
         """The SICK pairs of the test split (TRIAL), in file order."""
         if self._gold is None:
-            from ...cli.errors import InputError
+            from ...errors import InputError
             from ...pairs.corpus import read_sick
 
             if not self.gold_tsv.is_file():

@@ -31,7 +31,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...cli.errors import PipelineError
+from ...errors import PipelineError
 from ...analysis.report import DISTANCE_BUCKETS, WORD_CLASSES, distance_bucket
 from ...stats.seed_groups import interim_label
 from ..archive import relativize_text

@@ -1,6 +1,6 @@
 /* Fused CPU kernels of SSAN's training attention (ssan_plugin/modules/native.py loads them).
  *
- * The maths are _SampledSelectiveSoftmax's in selective_attention.py (docs/design.md 1.4), row
+ * The maths are _SampledSelectiveSoftmax's in selective_weights.py (docs/design.md 1.4), row
  * by row: a row is one (sentence, head, query), its S keys contiguous in float32, so every pass
  * over a row stays in L1 and the whole sample + selective softmax is one sweep over memory
  * instead of about fifteen. Plain C, no torch headers: the compiler vectorises the inner loops

@@ -1,41 +1,44 @@
-"""The selector interface: which keys each query attends to, and with which weights.
+"""The selector contract: which keys each query attends to, and with which weights.
 
 A selector decides, per attention head and (query, key) pair of encoder self-attention, how
-much of the softmax each key gets. Shapes (fairseq's, as in ``selective_attention.py``):
+much of the softmax each key gets. Shapes (fairseq's):
 
 - ``logits``: E = (q / sqrt(d)) k^T (+ fairseq's additive ``attn_mask``), (B, h, T, S), T
   queries, S keys (S == T), float32 whatever the input dtype (float64 for float64 inputs);
 - ``key_padding_mask``: bool (B, S), True at pads, or None when the batch has no pad;
 - ``query``: the layer's input to the attention, T x B x C (after the layer norm of a pre-norm
-  layer), for selectors whose decision depends on the token itself (the gate).
+  layer), for selectors whose decision reads the tokens themselves (SSAN's policy, the gate).
 
-A selector returns a :class:`Selection`: the attention weights (the same call serves training
-and evaluation, ``self.training`` tells them apart), the relaxed selection behind the
-``--select-scale`` term, the logits of its binary decisions (for the entropy statistics and
-``--nce-scale``) and, for the gate, a factor on each head's output.
-:class:`SelectorMultiheadAttention` runs any selector as fairseq's encoder self-attention and
-turns its Selection into the typed record the selective criterion reads (``SelectionStats``):
+A selector's decision is written once, in plain torch, as :meth:`Selector.reference`: it returns
+a :class:`Selection` (the attention weights, the relaxed selection behind ``--select-scale``,
+the logits of its binary decisions behind the entropy statistics and ``--nce-scale``, and for
+the gate a factor on each head's output), in training and in evaluation (``self.training``).
+That is what the selector *is*. Faster implementations of the same maths are its **fast
+paths**, each checked against the reference (values, gradients, selection and statistics, on
+the same noise) by one registry-driven test, ``tests/unit/modules/selectors/test_fast_paths.py``:
+
+- ``fast_paths`` / :meth:`Selector.fast_path`: named implementations of the reference on the
+  logits (SSAN's fused torch Function ``torch`` and C kernel ``native`` of training);
+  :meth:`Selector.forward` is what runs, the reference unless the selector dispatches;
+- :meth:`Selector.evaluation_mask`: for a selector whose evaluation weights are the softmax over
+  a set of keys that does not depend on the logits (SSAN's 1[E_p > 0], the fixed mask), that set
+  as an additive mask; the attention then runs torch's fused attention without ever forming the
+  logits or the weights.
+
+:class:`SelectorMultiheadAttention` is the one attention module of every selector, SSAN
+included. It counts every selector's statistics in one place (:func:`selection_record`) into the
+typed record the selective criterion reads (``SelectionStats``):
 
 - a (query, key) pair counts as **selected when its final weight is nonzero** (after the gate,
-  before dropout), so the logged rates ``sel_L`` mean the same for every selector;
+  before dropout), unless the selector says which pairs it selected (``Selection.selected``:
+  SSAN's sample A, which is where its weights are nonzero; ``soft``'s sigmoid(E_p) > 0.5);
 - ``pair_rate`` / ``pair_count`` (the ``--select-scale`` term): per head, the mean over non-pad
   queries of ``keep`` summed over the non-pad keys (divided by their number for the rate);
-  with ``keep`` None (top-k, entmax), the number of nonzero weights, which has no gradient;
+  with ``keep`` None (top-k, entmax), the number of selected keys, which has no gradient;
 - ``decisions`` / ``entropy_sum`` / ``neg_entropy``: the binary entropies of ``decision_logits``
   over the non-pad decisions (none for top-k and entmax);
-- ``selection``, when ``keep_selection`` is set (the analysis tools, ``analysis/maps.py``): that
-  pattern itself, bool (B, h, T, S), the selected non-pad pairs (pad queries and keys False).
-
-Two kinds of selector share the registry (``registry.py``):
-
-- *logit selectors* (top-k, entmax, gate, fixed mask) implement :meth:`Selector.forward`; their
-  attention module is :class:`SelectorMultiheadAttention`, built by the default
-  :meth:`Selector.build_attention`;
-- *module selectors* (gumbel and soft: SSAN) override :meth:`Selector.build_attention` and
-  return their own attention module, SSAN's ``SelectiveMultiheadAttention``, whose fused
-  training Function, native kernel and fused evaluation path compute the same maths faster
-  than a per-logits call could (its policy network reads the layer input, not the logits).
-  They are registry entries only and are never instantiated.
+- ``selection``, when ``keep_selection`` is set (the analysis tools, ``analysis/maps.py``): the
+  selected pairs, bool (B, h, T, S), pad queries and keys False.
 
 Every selector declares its own options once, in the dataclass ``options`` (fairseq's
 ``FairseqDataclass``; names must not start with ``encoder_`` / ``decoder_``, which fairseq's
@@ -44,7 +47,7 @@ TransformerConfig would move away), and reads them in :meth:`Selector.from_args`
 
 import logging
 from dataclasses import dataclass
-from typing import ClassVar, Dict, List, Optional
+from typing import ClassVar, Dict, List, Optional, Tuple
 
 import torch
 import torch.nn as nn
@@ -59,7 +62,8 @@ from ..selection import (
     binary_entropy_from_logits,
     binary_entropy_value,
 )
-from ...cli.errors import OptionError
+from ..selective_weights import entropy_sum_no_grad
+from ...errors import OptionError
 
 logger = logging.getLogger(__name__)
 
@@ -70,20 +74,28 @@ class Selection:
 
     probs: (B, h, T, S) attention weights before dropout. Pad keys have weight exactly 0; a
         row sums to 1 over its non-pad keys, or is all zero when nothing is selected. Rows of
-        pad queries are computed but never read.
+        pad queries are computed but never read. (None only on the evaluation-mask path, where
+        the module never forms the weights.)
     keep: the relaxed selection in [0, 1] that ``--select-scale`` penalises, broadcastable to
         (B, h, T, S) ((B, h, T, 1) for one decision per query); may carry a gradient. None:
-        the pattern of nonzero weights (no gradient).
+        the selected pairs (no gradient).
     decision_logits: logits of the selector's Bernoulli decisions, broadcastable to
         (B, h, T, S) with a last dimension of S (one decision per pair) or 1 (one per query);
         their entropies are the record's ``entropy_sum``. None: no decisions.
     output_gate: (B, h, T, 1) factors on each head's output (after attention dropout), or None.
+    selected: bool, broadcastable to (B, h, T, S): the pairs the selector counts as selected,
+        where that is not "final weight nonzero" (the default, None).
+    row_entropy: (B, h, T) float32, the decision entropies of each query summed over its non-pad
+        keys, without gradient, where a fast path computed them on the way (the native kernel);
+        else None and the statistics take them from ``decision_logits``.
     """
 
-    probs: Tensor
+    probs: Optional[Tensor]
     keep: Optional[Tensor] = None
     decision_logits: Optional[Tensor] = None
     output_gate: Optional[Tensor] = None
+    selected: Optional[Tensor] = None
+    row_entropy: Optional[Tensor] = None
 
 
 class Selector(nn.Module):
@@ -92,13 +104,24 @@ class Selector(nn.Module):
     Class attributes: ``name`` (the registry key), ``options`` (the dataclass of its own
     options, or None), ``rate_has_gradient`` / ``entropy_has_gradient`` (whether the record's
     ``pair_rate`` / ``neg_entropy`` can carry a gradient, i.e. whether ``--select-scale`` /
-    ``--nce-scale`` can train this selector).
+    ``--nce-scale`` can train this selector), ``fast_paths`` (the names :meth:`fast_path`
+    takes), ``kind`` (the analysis tools' name of its layers; None: ``name``),
+    ``legacy_state`` ({name under the attention module in older checkpoints: name under
+    ``selector.``}, renamed at load), ``tiny_flags`` (the flags of a tiny training run that
+    exercises it, for the tests that run every selector; its options' defaults otherwise),
+    ``samples`` (whether training draws random noise: two ranks, or two runs with other seeds,
+    then select differently).
     """
 
     name: ClassVar[str]
     options: ClassVar[Optional[type]] = None
     rate_has_gradient: ClassVar[bool] = False
     entropy_has_gradient: ClassVar[bool] = False
+    fast_paths: ClassVar[Tuple[str, ...]] = ()
+    kind: ClassVar[Optional[str]] = None
+    legacy_state: ClassVar[Dict[str, str]] = {}
+    tiny_flags: ClassVar[Tuple[str, ...]] = ()
+    samples: ClassVar[bool] = False
 
     @classmethod
     def from_args(cls, args, embed_dim: int, num_heads: int) -> "Selector":
@@ -108,13 +131,17 @@ class Selector(nn.Module):
 
     @classmethod
     def build_attention(cls, args, embed_dim: int, num_heads: int, dropout: float = 0.0,
-                        q_noise: float = 0.0, qn_block_size: int = 8) -> nn.Module:
-        """The self-attention module of one encoder layer (fairseq's self-attention call, a
-        ``SelectionReporter``). Default: :class:`SelectorMultiheadAttention` around
-        ``from_args``."""
+                        q_noise: float = 0.0, qn_block_size: int = 8) -> "SelectorMultiheadAttention":
+        """The self-attention module of one encoder layer: :class:`SelectorMultiheadAttention`
+        around ``from_args``."""
         return SelectorMultiheadAttention(embed_dim, num_heads, cls.from_args(args, embed_dim, num_heads),
                                           dropout=dropout, q_noise=q_noise,
                                           qn_block_size=qn_block_size)
+
+    @classmethod
+    def layer_kind(cls) -> str:
+        """The analysis tools' name of this selector's layers."""
+        return cls.kind or cls.name
 
     def learnt_values(self) -> Dict[str, List[float]]:
         """Learnt per-head quantities a reader wants beside the selection rates, as
@@ -122,12 +149,37 @@ class Selector(nn.Module):
         none. ``ssan-selection-stats`` archives them per layer."""
         return {}
 
-    def forward(self, logits: Tensor, key_padding_mask: Optional[Tensor], query: Tensor,
-                rate_gradient: bool = True) -> Selection:
-        """The selection of one forward pass (shapes in the module docstring). ``logits`` may
-        be read but not modified in place. ``rate_gradient``: whether ``keep`` should carry its
-        gradient (the criterion weights the rate); a selector may skip that work when False."""
+    def reference(self, logits: Tensor, key_padding_mask: Optional[Tensor], query: Tensor,
+                  rate_gradient: bool = True, noise: Optional[Tensor] = None) -> Selection:
+        """The selection of one forward pass, in plain torch: the definition (shapes in the
+        module docstring). ``logits`` may be read but not modified in place. ``rate_gradient``:
+        whether ``keep`` should carry its gradient (the criterion weights the rate); a selector
+        may skip that work when False. ``noise``: for a sampling selector, the logistic noise of
+        its training sample, broadcastable to (B, h, T, S) (tests; drawn when None)."""
         raise NotImplementedError
+
+    def forward(self, logits: Tensor, key_padding_mask: Optional[Tensor], query: Tensor,
+                rate_gradient: bool = True, row_entropy: bool = False) -> Selection:
+        """The selection that runs: the reference, unless the selector dispatches to one of its
+        fast paths. ``row_entropy``: the statistics would like ``Selection.row_entropy`` if a
+        fast path computes it on the way."""
+        return self.reference(logits, key_padding_mask, query, rate_gradient)
+
+    def fast_path(self, path: str, logits: Tensor, key_padding_mask: Optional[Tensor], query: Tensor,
+                  rate_gradient: bool = True, noise: Optional[Tensor] = None,
+                  row_entropy: bool = False) -> Selection:
+        """Fast path ``path`` (one of ``fast_paths``): the reference's selection, faster."""
+        raise ValueError(f"selector {self.name!r} has no fast path {path!r} (it has: "
+                         f"{', '.join(self.fast_paths) or 'none'})")
+
+    def evaluation_mask(self, key_padding_mask: Optional[Tensor], query: Tensor,
+                        keep_logits: bool) -> Optional[Tuple[Tensor, Optional[Tensor]]]:
+        """In evaluation, for a selector whose weights are the softmax over a set of keys that
+        does not depend on the logits (an empty set: a zero row): (mask, decision_logits), the
+        mask additive, (B, h, T, S) in float32, 0 at the selected non-pad pairs and -inf
+        elsewhere (pad keys included); ``decision_logits`` as ``Selection``'s when
+        ``keep_logits`` (the record reads them), else None. Default None: no such path."""
+        return None
 
 
 def normalisation_dtype(t: Tensor) -> Tensor:
@@ -143,14 +195,93 @@ def masked_softmax(logits: Tensor, key_padding_mask: Optional[Tensor]) -> Tensor
     return torch.softmax(normalisation_dtype(logits), dim=-1)
 
 
+def selection_record(selection: Selection, key_padding_mask: Optional[Tensor],
+                     shape: Tuple[int, int, int, int], rate_gradient: bool,
+                     entropy_gradient: bool, keep_selection: bool) -> SelectionStats:
+    """The record of one forward over non-pad (query, key) pairs, all heads (module docstring),
+    for every selector. ``shape``: (B, h, T, S); ``rate_gradient`` / ``entropy_gradient``:
+    whether ``pair_rate`` / ``neg_entropy`` keep their gradients (when autograd records);
+    ``keep_selection``: put the selected pairs in the record. A sentence made only of pads
+    contributes nothing (its denominators are clamped)."""
+    bsz, h, tgt_len, src_len = shape
+    reference = selection.probs if selection.probs is not None else selection.decision_logits
+    dtype = torch.float64 if reference is not None and reference.dtype == torch.float64 else torch.float32
+    device = reference.device if reference is not None else selection.selected.device
+    if key_padding_mask is None:
+        valid = torch.ones(bsz, src_len, dtype=dtype, device=device)
+    else:
+        valid = (~key_padding_mask.to(torch.bool)).to(dtype)
+    # self-attention: queries and keys are the same positions
+    n_keys = valid.sum(-1).clamp_min(1.0)  # (B,)
+    n_queries = valid.sum().clamp_min(1.0)
+    key_w = valid.view(bsz, 1, 1, src_len)
+    query_w = valid.view(bsz, 1, tgt_len)
+    pair_w = key_w * query_w.unsqueeze(-1)  # (B, 1, T, S)
+    n_pairs = pair_w.sum() * h
+    grad = torch.is_grad_enabled()
+
+    with torch.no_grad():
+        if selection.selected is not None:
+            chosen = selection.selected.to(torch.bool)
+        else:  # a pair is selected when its final weight is nonzero
+            chosen = selection.probs > 0
+            if selection.output_gate is not None:
+                chosen = chosen & (selection.output_gate > 0)
+        chosen = (chosen & (pair_w > 0)).expand(bsz, h, tgt_len, src_len)
+        chosen_rows = chosen.sum(-1, dtype=dtype)  # (B, h, T), pad queries 0
+        pairs_selected = chosen_rows.sum()
+
+    keep = selection.keep
+    if keep is None:
+        row_count = chosen_rows
+    else:
+        if not (grad and rate_gradient):
+            keep = keep.detach()
+        row_count = (keep * key_w).sum(-1)
+        if row_count.shape != (bsz, h, tgt_len):
+            row_count = row_count.expand(bsz, h, tgt_len)
+    pair_count = (row_count * query_w).sum() / n_queries
+    pair_rate = (row_count / n_keys.view(bsz, 1, 1) * query_w).sum() / n_queries
+
+    logits = selection.decision_logits
+    if logits is None:
+        decisions = entropy_sum = neg_entropy = torch.zeros((), dtype=dtype, device=device)
+    else:
+        per_pair = logits.size(-1) == src_len
+        weight = pair_w if per_pair else query_w.unsqueeze(-1)  # (B, 1, T, S or 1)
+        if grad and entropy_gradient:
+            entropy_sum = (binary_entropy_from_logits(normalisation_dtype(logits)) * weight).sum()
+        elif selection.row_entropy is not None:  # summed over non-pad keys by a fast path
+            entropy_sum = (selection.row_entropy * query_w).sum()
+        elif per_pair:  # chunked, without a graph
+            entropy_sum = entropy_sum_no_grad(logits.detach().expand(bsz, h, tgt_len, src_len), pair_w)
+        else:
+            entropy_sum = (binary_entropy_value(normalisation_dtype(logits.detach())) * weight).sum()
+        decisions = weight.expand(bsz, h, tgt_len, logits.size(-1)).sum()
+        neg_entropy = -entropy_sum / decisions.clamp_min(1.0)
+    return SelectionStats(
+        pairs_selected=pairs_selected,
+        pairs_possible=n_pairs.detach(),
+        decisions=decisions.detach(),
+        entropy_sum=entropy_sum.detach(),
+        pair_rate=pair_rate,
+        pair_count=pair_count,
+        neg_entropy=neg_entropy,
+        selection=chosen if keep_selection else None,
+    )
+
+
 class SelectorMultiheadAttention(SelectionReporter, MultiheadAttention):
-    """fairseq's encoder self-attention whose weights a logit selector decides.
+    """fairseq's encoder self-attention whose weights a selector decides: the one attention
+    module of every selector.
 
     The parameters are fairseq's self-attention's (q/k/v/out projections, same names, so a plain
     Transformer checkpoint loads into it) plus the selector's, under ``selector.``. Per forward:
-    E = (q / sqrt(d)) k^T (+ ``attn_mask``) in float32, the selector's weights, attention dropout,
-    the weighted sum of the values, the selector's output gate if any, ``out_proj``. A forward
-    that wants statistics (``wants_statistics()``) reports a ``SelectionStats`` record.
+    in evaluation, without weights asked for, the selector's ``evaluation_mask`` if it has one
+    and torch's fused attention over it; otherwise E = (q / sqrt(d)) k^T (+ ``attn_mask``) in
+    float32, the selector's weights, attention dropout, the weighted sum of the values, the
+    selector's output gate if any. Then ``out_proj``. A forward that wants statistics
+    (``wants_statistics()``) reports a ``SelectionStats`` record (:func:`selection_record`).
     """
 
     def __init__(self, embed_dim: int, num_heads: int, selector: Selector, dropout: float = 0.0,
@@ -223,96 +354,64 @@ class SelectorMultiheadAttention(SelectionReporter, MultiheadAttention):
             return t.reshape(tgt_len, bsz, h, d).permute(1, 2, 0, 3)
 
         q, k, v = (heads(t) for t in self.in_projection(query).split(embed_dim, dim=-1))
-        logits = normalisation_dtype(torch.matmul(q * self.scaling, k.transpose(-1, -2)))  # (B, h, T, S)
-        if attn_mask is not None:
-            logits = logits + attn_mask
-        training_graph = self.training and torch.is_grad_enabled()
-        selection = self.selector(logits, key_padding_mask, query,
-                                  rate_gradient=training_graph and self.rate_gradient)
-        del logits
-        probs = self.dropout_module(selection.probs.type_as(v))
-        out = torch.matmul(probs, v)  # (B, h, T, d)
-        gate = selection.output_gate
-        if gate is not None:
-            out = out * gate.type_as(out)
+        want_weights = need_weights or need_head_weights
+        record = self.wants_statistics()
+        masked = None
+        if not self.training and not want_weights and attn_mask is None:
+            masked = self.selector.evaluation_mask(key_padding_mask, query, keep_logits=record)
+        if masked is not None:
+            out, selection = self._masked_attention(q, k, v, *masked, record=record)
+        else:
+            logits = normalisation_dtype(torch.matmul(q * self.scaling, k.transpose(-1, -2)))  # (B, h, T, S)
+            if attn_mask is not None:
+                logits = logits + attn_mask
+            grad = torch.is_grad_enabled()
+            selection = self.selector(
+                logits, key_padding_mask, query,
+                rate_gradient=self.training and grad and self.rate_gradient,
+                row_entropy=record and not (grad and self.entropy_gradient))
+            del logits  # attention-sized: free it before the statistics
+            probs = self.dropout_module(selection.probs.type_as(v))
+            out = torch.matmul(probs, v)  # (B, h, T, d)
+            if selection.output_gate is not None:
+                out = out * selection.output_gate.type_as(out)
         out = self.out_proj(out.permute(2, 0, 1, 3).reshape(tgt_len, bsz, embed_dim))
 
-        if self.wants_statistics():
-            self.report_selection(self._statistics(selection, key_padding_mask))
+        if record:
+            self.report_selection(selection_record(
+                selection, key_padding_mask, (bsz, h, tgt_len, tgt_len), self.rate_gradient,
+                self.entropy_gradient, self.keep_selection))
 
         weights: Optional[Tensor] = None
-        if need_weights or need_head_weights:
-            weights = selection.probs if gate is None else selection.probs * gate
+        if want_weights:
+            weights = selection.probs
+            if selection.output_gate is not None:
+                weights = weights * selection.output_gate
             weights = weights.type_as(out)
             weights = weights.transpose(0, 1) if need_head_weights else weights.mean(dim=1)
         return out, weights
 
-    def _statistics(self, selection: Selection, key_padding_mask: Optional[Tensor]) -> SelectionStats:
-        """This forward's record over non-pad (query, key) pairs, all heads (module docstring).
-        A sentence made only of pads contributes nothing (its denominators are clamped)."""
-        probs = selection.probs
-        bsz, h, tgt_len, src_len = probs.shape
-        if key_padding_mask is None:
-            valid = probs.new_ones(bsz, src_len)
-        else:
-            valid = (~key_padding_mask).to(probs.dtype)
-        n_keys = valid.sum(-1).clamp_min(1.0)  # (B,)
-        n_queries = valid.sum().clamp_min(1.0)
-        key_w = valid.view(bsz, 1, 1, src_len)
-        query_w = valid.view(bsz, 1, tgt_len)
-        pair_w = key_w * query_w.unsqueeze(-1)  # (B, 1, T, S)
-        n_pairs = pair_w.sum() * h
-        grad = torch.is_grad_enabled()
-
-        with torch.no_grad():  # a pair is selected when its final weight is nonzero
-            nonzero = probs > 0
-            if selection.output_gate is not None:
-                nonzero &= selection.output_gate > 0
-            nonzero &= pair_w > 0
-            selected = nonzero.sum(dtype=probs.dtype)
-
-        keep = selection.keep
-        if keep is None:
-            row_count = nonzero.sum(-1, dtype=probs.dtype)  # (B, h, T)
-        else:
-            if not (grad and self.rate_gradient):
-                keep = keep.detach()
-            row_count = (keep * key_w).sum(-1)
-            if row_count.shape != (bsz, h, tgt_len):
-                row_count = row_count.expand(bsz, h, tgt_len)
-        pair_count = (row_count * query_w).sum() / n_queries
-        pair_rate = (row_count / n_keys.view(bsz, 1, 1) * query_w).sum() / n_queries
-
-        logits = selection.decision_logits
-        if logits is None:
-            decisions = entropy_sum = neg_entropy = probs.new_zeros(())
-        else:
-            weight = query_w.unsqueeze(-1)  # (B, 1, T, 1)
-            if logits.size(-1) == src_len:
-                weight = weight * key_w
-            if grad and self.entropy_gradient:
-                entropy = binary_entropy_from_logits(normalisation_dtype(logits))
-            else:
-                entropy = binary_entropy_value(normalisation_dtype(logits.detach()))
-            entropy_sum = (entropy * weight).sum()
-            decisions = weight.expand(bsz, h, tgt_len, logits.size(-1)).sum()
-            neg_entropy = -entropy_sum / decisions.clamp_min(1.0)
-        return SelectionStats(
-            pairs_selected=selected,
-            pairs_possible=n_pairs.detach(),
-            decisions=decisions.detach(),
-            entropy_sum=entropy_sum.detach(),
-            pair_rate=pair_rate,
-            pair_count=pair_count,
-            neg_entropy=neg_entropy,
-            selection=nonzero if self.keep_selection else None,
-        )
+    def _masked_attention(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor,
+                          decision_logits: Optional[Tensor], record: bool):
+        """The evaluation-mask path: softmax of ``scaling`` q k^T over the mask's keys, times v,
+        in torch's fused attention (which never forms the logits or the weights); a query with
+        no key gets a zero row, as the reference gives. q, k, v (B, h, T, d) unscaled.
+        Returns the output (B, h, T, d) and the Selection the record reads."""
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask.to(q.dtype), scale=self.scaling)
+        if not out.is_cpu:  # torch's CPU kernel gives a fully masked row zeros (tests check);
+            out = torch.nan_to_num(out, nan=0.0)  # other devices' kernels may give NaN
+        selected = mask == 0 if record else None
+        return out, Selection(None, decision_logits=decision_logits, selected=selected)
 
     def upgrade_state_dict_named(self, state_dict, name):
-        """Warm start: a plain fairseq self-attention has no selector parameters; keep ours
-        fresh (as SSAN keeps its fresh policy network)."""
+        """Older checkpoints: the selector's ``legacy_state`` names move under ``selector.``.
+        Warm start: a plain fairseq self-attention has no selector parameters; keep ours
+        fresh."""
         super().upgrade_state_dict_named(state_dict, name)
         prefix = name + "." if name != "" else ""
+        for old, new in self.selector.legacy_state.items():
+            if prefix + old in state_dict:
+                state_dict[prefix + "selector." + new] = state_dict.pop(prefix + old)
         if prefix + "q_proj.weight" not in state_dict:
             return
         missing = [pname for pname in self.selector.state_dict()

@@ -23,7 +23,7 @@ from fairseq.dataclass import FairseqDataclass
 from torch import Tensor
 
 from .base import Selection, Selector, normalisation_dtype
-from ...cli.errors import OptionError
+from ...errors import OptionError
 
 #: bisection steps of alpha-entmax with a learnt or unusual alpha (the package's advice for
 #: float32 is 24; each step is a few passes over (B, h, T, S))
@@ -92,7 +92,7 @@ class EntmaxSelector(Selector):
     def extra_repr(self) -> str:
         return "alpha learnt per head" if self.learn_alpha else f"alpha={self.alpha:g}"
 
-    def forward(self, logits, key_padding_mask, query, rate_gradient=True):
+    def reference(self, logits, key_padding_mask, query, rate_gradient=True, noise=None):
         bsz, heads, _, src_len = logits.shape
         z = normalisation_dtype(logits)
         if key_padding_mask is not None:

@@ -5,10 +5,11 @@ Each head has logits M_{h,p,q} for every pair of token positions p, q < N, N =
 ``--max-source-positions`` (positions count the sentence's own tokens from 0, whatever the
 padding side). They play the part of SSAN's policy logits E_p, the same for every sentence:
 training samples A = 1[M + L > 0] per sentence and pair (L logistic noise, a hard
-Gumbel-sigmoid sample) with the straight-through gradient of sigmoid((M + L) / tau), through
-SSAN's own training Function (``sampled_selective_softmax``, native kernel included, the
-straight-through cap at SSAN's default 0); evaluation uses A = 1[M > 0]; the weights are the
+Gumbel-sigmoid sample) with the straight-through gradient of sigmoid((M + L) / tau), the
+straight-through cap at SSAN's default 0; evaluation uses A = 1[M > 0]; the weights are the
 softmax over the selected non-pad keys (SSAN's ``selective_softmax``; an empty row is zero).
+Fast paths, as SSAN's: the training kernels ``torch`` and ``native`` of
+``sampled_selective_softmax`` (``--fixed-mask-kernel``) and the evaluation mask 1[M > 0].
 The masks start at N(``--fixed-mask-init-bias``, 1). The rate term (``--select-scale``) is that
 of A, with its straight-through gradient, and the entropies are those of sigmoid(M) over the
 non-pad pairs of each sentence, as for SSAN. Cost: h N^2 parameters a layer.
@@ -23,9 +24,10 @@ import torch.nn as nn
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from torch import Tensor
 
-from ..selective_attention import KERNELS, check_kernel, sampled_selective_softmax, selective_softmax
+from ..selective_weights import (KERNELS, check_kernel, resolve_kernel, sampled_selective_softmax,
+                                 selective_softmax)
 from .base import Selection, Selector
-from ...cli.errors import OptionError
+from ...errors import OptionError
 
 #: the straight-through cap of the sample (SSAN's default, docs/design.md 1.4 and 1.8)
 STRAIGHT_THROUGH_CAP = 0.0
@@ -52,6 +54,9 @@ class FixedMaskSelector(Selector):
     options = FixedMaskOptions
     rate_has_gradient = True
     entropy_has_gradient = True
+    fast_paths = ("torch", "native")
+    tiny_flags = ("--max-source-positions", "64")
+    samples = True
 
     def __init__(self, num_heads: int, max_positions: int, tau: float = 0.5,
                  init_bias: float = 0.0, kernel: str = "auto"):
@@ -92,15 +97,39 @@ class FixedMaskSelector(Selector):
         table = self.mask_logits[:, positions.unsqueeze(-1), positions.unsqueeze(-2)]  # (h, B, T, T)
         return table.transpose(0, 1)
 
-    def forward(self, logits, key_padding_mask, query, rate_gradient=True):
+    def reference(self, logits, key_padding_mask, query, rate_gradient=True, noise=None):
+        return self._select("reference", logits, key_padding_mask, rate_gradient, noise)
+
+    def fast_path(self, path, logits, key_padding_mask, query, rate_gradient=True, noise=None,
+                  row_entropy=False):
+        if path not in self.fast_paths or not self.training:
+            return super().fast_path(path, logits, key_padding_mask, query, rate_gradient, noise)
+        return self._select(path, logits, key_padding_mask, rate_gradient, noise)
+
+    def forward(self, logits, key_padding_mask, query, rate_gradient=True, row_entropy=False):
+        kernel = resolve_kernel(self.kernel, logits.device) if self.training else "reference"
+        return self._select(kernel, logits, key_padding_mask, rate_gradient, None)
+
+    def _select(self, kernel: str, logits: Tensor, key_padding_mask: Optional[Tensor],
+                rate_gradient: bool, noise: Optional[Tensor]) -> Selection:
+        """Training: the sample and the weighting by ``kernel`` (one of KERNELS, resolved);
+        evaluation: A = 1[M > 0] and the selective softmax."""
         bsz, heads, tgt_len, src_len = logits.shape
         mask = self.pair_logits(key_padding_mask, bsz, src_len).float()
         if self.training:
             probs, keep = sampled_selective_softmax(
                 logits, mask.expand(bsz, heads, tgt_len, src_len), self.tau, key_padding_mask,
-                select_grad=rate_gradient, straight_through_cap=STRAIGHT_THROUGH_CAP,
-                kernel=self.kernel)
+                select_grad=rate_gradient, noise=noise, straight_through_cap=STRAIGHT_THROUGH_CAP,
+                kernel=kernel)
         else:
             keep = (mask > 0).expand(bsz, heads, tgt_len, src_len)
             probs = selective_softmax(logits, keep.to(torch.float32), key_padding_mask)
         return Selection(probs, keep=keep, decision_logits=mask)
+
+    def evaluation_mask(self, key_padding_mask, query, keep_logits):
+        length, bsz, _ = query.shape
+        mask = self.pair_logits(key_padding_mask, bsz, length).float()
+        additive = torch.zeros_like(mask).masked_fill_(mask <= 0, float("-inf"))
+        if key_padding_mask is not None:
+            additive.masked_fill_(key_padding_mask.view(bsz, 1, 1, length), float("-inf"))
+        return additive.expand(bsz, -1, -1, -1), (mask if keep_logits else None)

@@ -20,7 +20,7 @@ import torch.nn as nn
 from fairseq.dataclass import FairseqDataclass
 
 from .base import Selection, Selector, masked_softmax, normalisation_dtype
-from ...cli.errors import OptionError
+from ...errors import OptionError
 
 
 @dataclass
@@ -35,6 +35,7 @@ class GateOptions(FairseqDataclass):
 class GateSelector(Selector):
     name = "gate"
     options = GateOptions
+    tiny_flags = ("--gate-init-bias", "1")
     rate_has_gradient = True
     entropy_has_gradient = True
 
@@ -50,7 +51,7 @@ class GateSelector(Selector):
     def from_args(cls, args, embed_dim, num_heads):
         return cls(embed_dim, num_heads, args.gate_init_bias)
 
-    def forward(self, logits, key_padding_mask, query, rate_gradient=True):
+    def reference(self, logits, key_padding_mask, query, rate_gradient=True, noise=None):
         gate_logits = normalisation_dtype(self.gate_proj(query)).permute(1, 2, 0).unsqueeze(-1)  # (B, h, T, 1)
         gate = gate_logits.sigmoid()
         return Selection(masked_softmax(logits, key_padding_mask), keep=gate,

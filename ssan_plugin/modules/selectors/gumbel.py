@@ -1,22 +1,41 @@
-"""``gumbel``: SSAN as it is (docs/design.md, section 1), the selector of ``ssan_transformer``.
+"""``gumbel``: SSAN (docs/design.md, section 1), the selector of ``ssan_transformer``.
 
-A policy network of its own (``policy_proj``) gives per-head logits E_p = Q_p K_p^T; training
-samples A = 1[E_p + L > 0] (L logistic noise: a hard Gumbel-sigmoid sample) with the
-straight-through gradient of sigmoid((E_p + L) / tau); evaluation uses A = 1[E_p > 0]; the
-weights are the softmax over the selected non-pad keys. Everything is
-``SelectiveMultiheadAttention`` (``modules/selective_attention.py``): its fused training
-Function, the native kernel (``--ssan-kernel``) and the fused evaluation path stay its fast
-paths, so this file only declares SSAN's options (once, for ``ssan_transformer`` as well) and
-builds that module. The weights are nonzero exactly on the selected pairs, so the logged rates
-are the rates of A, as for every selector.
+A policy network of its own (``policy_proj``: C -> 2P, P = ``--ssan-policy-dim``, default C as
+in the paper) gives Q_p, K_p and per-head logits E_p = Q_p K_p^T over P / h dimensions a head
+(optionally / sqrt(P / h)). Reference (``reference``): training samples A = 1[E_p + L > 0] (L
+logistic noise: a hard Gumbel-sigmoid sample) with the straight-through gradient of
+sigmoid((E_p + L) / tau); evaluation uses A = 1[E_p > 0]; the weights are the selective softmax
+over the selected non-pad keys (``selective_softmax``), an empty row zero. The first
+``--ssan-dense-warmup`` updates attend to every pair instead (the policy idle).
+
+Fast paths, each checked against the reference: ``torch`` and ``native``, the sample and the
+weighting of hard training in one autograd Function or one C kernel (``--ssan-kernel``;
+``sampled_selective_softmax``); and the evaluation mask 1[E_p > 0] for torch's fused attention
+(``evaluation_mask``). The record counts A as the selected pairs (the weights are nonzero exactly
+there) and the entropies of sigmoid(E_p) over the non-pad pairs.
 """
 
+import math
 from dataclasses import dataclass, field
+from typing import Optional
 
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+from torch import Tensor
 
-from ..selective_attention import KERNELS, SelectiveMultiheadAttention
-from .base import Selector
+from ..selective_weights import (
+    KERNELS,
+    check_cap,
+    check_kernel,
+    resolve_kernel,
+    sample_selection,
+    sampled_selective_softmax,
+    selective_softmax,
+)
+from .base import Selection, Selector, normalisation_dtype
+from ...errors import OptionError
 
 
 @dataclass
@@ -46,8 +65,9 @@ class SSANSelectorOptions(FairseqDataclass):
         metadata={"help": "training attention: torch (autograd Function of torch operations, "
                           "runs everywhere), native (a fused C kernel compiled on first use "
                           "for this CPU; needs a C compiler; same values and gradients, its own "
-                          "noise draws) or auto (native on the CPU where it builds, else "
-                          "torch). docs/design.md, section 1.4"},
+                          "noise draws), auto (native on the CPU where it builds, else "
+                          "torch) or reference (the plain definition, slowest). docs/design.md, "
+                          "section 1.4"},
     )
     ssan_policy_init_bias: float = field(
         default=0.0,
@@ -69,47 +89,157 @@ class SSANSelectorOptions(FairseqDataclass):
     )
 
 
-def _option(args, name: str):
-    """SSAN option ``name`` of ``args``; where args lack it (or hold None), its default as
-    :class:`SSANSelectorOptions` declares it. The models' ``fill_defaults`` set every option
-    before building; this covers a caller that builds without them, for the options whose
-    absence means that default (not ``ssan_straight_through_cap``, whose absence means an older
-    checkpoint's value, ``legacy_defaults`` of ``ssan_transformer``)."""
-    value = getattr(args, name, None)
-    return SSANSelectorOptions.__dataclass_fields__[name].default if value is None else value
-
-
-def build_ssan_attention(args, embed_dim: int, num_heads: int, selection: str, dropout: float = 0.0,
-                         q_noise: float = 0.0, qn_block_size: int = 8) -> SelectiveMultiheadAttention:
-    """SSAN's attention module from SSAN's options (``selection``: hard or soft); the one
-    place where ``ssan_transformer`` and the selectors ``gumbel`` / ``soft`` build it."""
-    return SelectiveMultiheadAttention(
-        embed_dim,
-        num_heads,
-        dropout=dropout,
-        tau=args.ssan_tau,
-        selection=selection,
-        scale_policy_logits=args.ssan_scale_policy_logits,
-        policy_dim=args.ssan_policy_dim,
-        straight_through_cap=args.ssan_straight_through_cap,
-        kernel=args.ssan_kernel,
-        policy_init_bias=_option(args, "ssan_policy_init_bias"),
-        dense_warmup=_option(args, "ssan_dense_warmup"),
-        q_noise=q_noise,
-        qn_block_size=qn_block_size,
-    )
 
 
 class GumbelSelector(Selector):
-    """Registry entry of SSAN with hard selection (a module selector: never instantiated)."""
+    """SSAN with hard selection; ``selection = "soft"`` is the ``soft`` selector."""
 
     name = "gumbel"
     options = SSANSelectorOptions
     rate_has_gradient = True
     entropy_has_gradient = True
-    selection = "hard"  # SelectiveMultiheadAttention's --ssan-selection
+    fast_paths = ("torch", "native")
+    kind = "ssan"  # the analysis tools' name of SSAN's layers, as in ssan_transformer
+    # checkpoints of SSAN's own attention module before the selector contract
+    legacy_state = {"policy_proj.weight": "policy_proj.weight",
+                    "policy_proj.bias": "policy_proj.bias", "num_updates": "num_updates"}
+    selection = "hard"
+    tiny_flags = ("--ssan-kernel", "torch")
+    samples = True
+
+    def __init__(self, embed_dim: int, num_heads: int, tau: float = 0.5, policy_dim: int = 0,
+                 straight_through_cap: float = 0.0, kernel: str = "auto",
+                 policy_init_bias: float = 0.0, dense_warmup: int = 0,
+                 scale_policy_logits: bool = False):
+        super().__init__()
+        if not 0 < tau < math.inf:
+            raise OptionError(f"--ssan-tau must be finite and > 0, got {tau}")
+        policy_dim = embed_dim if not policy_dim else int(policy_dim)
+        if policy_dim < 0 or policy_dim % num_heads:
+            raise OptionError(f"--ssan-policy-dim must be a positive multiple of the {num_heads} "
+                              f"attention heads (0: the embed dim), got {policy_dim}")
+        if not math.isfinite(policy_init_bias):
+            raise OptionError(f"--ssan-policy-init-bias must be finite, got {policy_init_bias}")
+        if dense_warmup < 0:
+            raise OptionError(f"--ssan-dense-warmup must be >= 0, got {dense_warmup}")
+        self.num_heads = num_heads
+        self.tau = float(tau)
+        self.straight_through_cap = check_cap(straight_through_cap)
+        # the native kernel is built at its first training forward (decoding and the hub never
+        # need it, so a model trained with it loads where no compiler is)
+        self.kernel = check_kernel(kernel)
+        self.policy_dim = policy_dim
+        self.policy_head_dim = policy_dim // num_heads
+        self.policy_scaling = self.policy_head_dim**-0.5 if scale_policy_logits else 1.0
+        self.policy_init_bias = float(policy_init_bias)
+        self.policy_proj = nn.Linear(embed_dim, 2 * policy_dim)
+        self.reset_policy()
+        self.dense_warmup = int(dense_warmup)
+        if self.dense_warmup:  # the update number travels with the checkpoint (resume, decoding)
+            self.register_buffer("num_updates", torch.zeros((), dtype=torch.long))
 
     @classmethod
-    def build_attention(cls, args, embed_dim, num_heads, dropout=0.0, q_noise=0.0, qn_block_size=8):
-        return build_ssan_attention(args, embed_dim, num_heads, cls.selection, dropout=dropout,
-                                    q_noise=q_noise, qn_block_size=qn_block_size)
+    def from_args(cls, args, embed_dim, num_heads):
+        return cls(embed_dim, num_heads, tau=args.ssan_tau, policy_dim=args.ssan_policy_dim,
+                   straight_through_cap=args.ssan_straight_through_cap, kernel=args.ssan_kernel,
+                   policy_init_bias=args.ssan_policy_init_bias,
+                   dense_warmup=args.ssan_dense_warmup,
+                   scale_policy_logits=args.ssan_scale_policy_logits)
+
+    def extra_repr(self) -> str:
+        return (f"selection={self.selection}, tau={self.tau:g}, policy_dim={self.policy_dim}, "
+                f"kernel={self.kernel}")
+
+    def reset_policy(self):
+        """The policy's initialisation: Xavier weights; biases 0, or with
+        ``policy_init_bias`` B the same value v in every dimension of b_q and b_k (the sign of
+        B on b_q) so that each head's constant term b_q . b_k (times the policy scaling) is B."""
+        nn.init.xavier_uniform_(self.policy_proj.weight, gain=1 / math.sqrt(2))
+        nn.init.zeros_(self.policy_proj.bias)
+        if self.policy_init_bias:
+            b = self.policy_init_bias
+            v = math.sqrt(abs(b) / (self.policy_head_dim * self.policy_scaling))
+            with torch.no_grad():
+                self.policy_proj.bias[:self.policy_dim].fill_(math.copysign(v, b))
+                self.policy_proj.bias[self.policy_dim:].fill_(v)
+
+    def set_num_updates(self, num_updates: int) -> None:
+        """fairseq passes the update number to every module at each training step."""
+        if self.dense_warmup:
+            self.num_updates.fill_(int(num_updates))
+
+    @property
+    def in_dense_warmup(self) -> bool:
+        """Whether this forward attends to every pair (the first ``dense_warmup`` updates)."""
+        return bool(self.dense_warmup) and int(self.num_updates) < self.dense_warmup
+
+    def policy_logits(self, query: Tensor, zero_pad_keys: Optional[Tensor] = None) -> Tensor:
+        """E_p, (B, h, T, S) in float32 (float64 for float64 inputs), from the query T x B x C.
+        ``zero_pad_keys`` (B, S): K_p = 0 at those keys, so E_p = 0 there (a pass over
+        (B, h, S, P / h) instead of one over (B, h, T, S))."""
+        tgt_len, bsz, _ = query.shape
+        q_p, k_p = self.policy_proj(query).split(self.policy_dim, dim=-1)
+
+        def heads(t: Tensor) -> Tensor:  # T x B x P -> (B, h, T, P / h)
+            return t.reshape(tgt_len, bsz, self.num_heads, self.policy_head_dim).permute(1, 2, 0, 3)
+
+        q_p, k_p = heads(q_p), heads(k_p)
+        if zero_pad_keys is not None:
+            k_p = k_p * (~zero_pad_keys).view(bsz, 1, -1, 1).to(k_p.dtype)
+        logits = normalisation_dtype(torch.matmul(q_p, k_p.transpose(-1, -2)))
+        if self.policy_scaling != 1.0:
+            logits = logits.mul_(self.policy_scaling)
+        return logits
+
+    def _dense(self, logits: Tensor, key_padding_mask: Optional[Tensor], policy: Tensor) -> Selection:
+        """Dense warm-up: every pair attends (softmax), the policy gets no gradient."""
+        every = torch.ones((1, 1, 1, 1), dtype=logits.dtype, device=logits.device)
+        probs = selective_softmax(logits, every.expand_as(logits), key_padding_mask,
+                                  self.straight_through_cap)
+        return Selection(probs, keep=every, decision_logits=policy, selected=every > 0)
+
+    def reference(self, logits, key_padding_mask, query, rate_gradient=True, noise=None):
+        policy = self.policy_logits(query)
+        if self.in_dense_warmup:
+            return self._dense(logits, key_padding_mask, policy)
+        select = sample_selection(policy, self.tau, self.selection, self.training, noise)
+        if key_padding_mask is not None:
+            select = select.masked_fill(key_padding_mask.view(select.size(0), 1, 1, -1), 0.0)
+        probs = selective_softmax(logits, select, key_padding_mask, self.straight_through_cap)
+        if self.selection == "soft":  # counted as selected where sigmoid(E_p) > 0.5
+            return Selection(probs, keep=select, decision_logits=policy, selected=policy > 0)
+        chosen = select.detach() > 0
+        return Selection(probs, keep=select if rate_gradient else chosen, decision_logits=policy,
+                         selected=chosen)
+
+    def fast_path(self, path, logits, key_padding_mask, query, rate_gradient=True, noise=None,
+                  row_entropy=False):
+        if path not in self.fast_paths or self.selection != "hard" or not self.training:
+            return super().fast_path(path, logits, key_padding_mask, query, rate_gradient, noise)
+        policy = self.policy_logits(query)
+        probs, select, *entropy = sampled_selective_softmax(
+            logits, policy, self.tau, key_padding_mask, select_grad=rate_gradient, noise=noise,
+            straight_through_cap=self.straight_through_cap, kernel=path, row_entropy=row_entropy)
+        chosen = select if select.dtype == torch.bool else select.detach() > 0
+        return Selection(probs, keep=select, decision_logits=policy, selected=chosen,
+                         row_entropy=entropy[0] if entropy else None)
+
+    def forward(self, logits, key_padding_mask, query, rate_gradient=True, row_entropy=False):
+        if self.selection == "hard" and self.training and not self.in_dense_warmup:
+            path = resolve_kernel(self.kernel, logits.device)
+            if path != "reference":
+                return self.fast_path(path, logits, key_padding_mask, query, rate_gradient,
+                                      row_entropy=row_entropy)
+        return self.reference(logits, key_padding_mask, query, rate_gradient)
+
+    def evaluation_mask(self, key_padding_mask, query, keep_logits):
+        if self.selection != "hard" or self.in_dense_warmup:
+            return None
+        # K_p = 0 at pad keys, so E_p = 0 there, which A = 1[E_p > 0] discards
+        policy = self.policy_logits(query, zero_pad_keys=key_padding_mask)
+        # E_p where E_p > 0 and -inf elsewhere, clamped to 0 from above: two passes (in place
+        # when no record reads E_p afterwards), where a boolean mask would cost a comparison here
+        # and a conversion to an additive mask inside torch's fused attention
+        threshold = F.threshold if keep_logits else F.threshold_
+        mask = threshold(policy, 0.0, float("-inf")).clamp_(max=0.0)
+        return mask, policy if keep_logits else None

@@ -17,9 +17,9 @@ import torch
 from fairseq.dataclass import FairseqDataclass
 from torch import Tensor
 
-from ..selective_attention import selective_softmax
+from ..selective_weights import selective_softmax
 from .base import Selection, Selector, masked_softmax
-from ...cli.errors import OptionError
+from ...errors import OptionError
 
 
 @dataclass
@@ -67,6 +67,7 @@ def topk_pattern(logits: Tensor, key_padding_mask: Optional[Tensor], keys: Tenso
 class TopKSelector(Selector):
     name = "topk"
     options = TopKOptions
+    tiny_flags = ("--topk", "3")
 
     def __init__(self, k: float = 8.0):
         super().__init__()
@@ -79,7 +80,7 @@ class TopKSelector(Selector):
     def extra_repr(self) -> str:
         return f"k={self.k:g}"
 
-    def forward(self, logits, key_padding_mask, query, rate_gradient=True):
+    def reference(self, logits, key_padding_mask, query, rate_gradient=True, noise=None):
         bsz, _, _, src_len = logits.shape
         if key_padding_mask is None:
             n = torch.full((bsz,), src_len, dtype=torch.long, device=logits.device)

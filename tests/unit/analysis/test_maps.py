@@ -39,14 +39,14 @@ def sentences(task, lengths=(5, 8, 3)):
 
 def policy_selection(attn, x):
     """SSAN's eval-mode selection recomputed from the layer input: 1[Q_p K_p^T > 0] per head."""
-    q_p, k_p = attn.policy_proj(x).chunk(2, dim=-1)  # T x B x C
+    q_p, k_p = attn.selector.policy_proj(x).chunk(2, dim=-1)  # T x B x C
     t, b, c = x.shape
     h = attn.num_heads
 
     def heads(y):
         return y.reshape(t, b, h, c // h).permute(1, 2, 0, 3)
 
-    return (heads(q_p) @ heads(k_p).transpose(-1, -2) * attn.policy_scaling) > 0
+    return (heads(q_p) @ heads(k_p).transpose(-1, -2) * attn.selector.policy_scaling) > 0
 
 
 def test_collate_and_unpad_either_padding_side():

@@ -5,7 +5,8 @@ import sys
 
 import pytest
 
-from ssan_plugin.cli import arguments, checkpoints, errors, files, steps
+from ssan_plugin import errors
+from ssan_plugin.cli import arguments, checkpoints, files, steps
 
 
 def test_number_types_refuse_out_of_range_and_name_the_range():

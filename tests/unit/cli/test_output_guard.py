@@ -8,7 +8,7 @@ import pytest
 from helpers.tree_snapshot import snapshot
 
 from ssan_plugin.cli.arguments import ArgumentParser, check_decoding_limits
-from ssan_plugin.cli.errors import InputError
+from ssan_plugin.errors import InputError
 from ssan_plugin.cli.files import (
     Input,
     Output,

@@ -9,7 +9,8 @@ import tempfile
 
 import pytest
 
-from ssan_plugin.cli import errors, steps
+from ssan_plugin import errors
+from ssan_plugin.cli import steps
 
 
 def python(code):

@@ -248,7 +248,7 @@ def test_checkpointed_ssan_trains_policy_and_refuses_cut_off_regulariser(tiny_bi
     model.train()
     loss, _, _ = criterion(model, sample)
     loss.backward()
-    grad = model.encoder.layers[0].self_attn.policy_proj.weight.grad
+    grad = model.encoder.layers[0].self_attn.selector.policy_proj.weight.grad
     assert grad is not None and grad.abs().sum() > 0  # straight-through through the layer output
     task, model, criterion = start_up(tiny_bin, ["--arch", "ssan_transformer", "--checkpoint-activations",
                                               "--criterion", "selective_label_smoothed_cross_entropy",

@@ -77,7 +77,7 @@ def test_a_run_lock_lasts_while_the_runner_or_a_child_holding_it_lives(tmp_path)
     training goes on), until the child ends."""
     import subprocess
 
-    from ssan_plugin.cli.errors import PipelineError
+    from ssan_plugin.errors import PipelineError
     from ssan_plugin.experiments.archive import child_options, run_locked
 
     run = tmp_path / "runs" / "a"

@@ -221,7 +221,7 @@ def test_a_child_appends_to_its_log_and_fails_in_one_line(tmp_path):
     log."""
     import sys
 
-    from ssan_plugin.cli.errors import StepError
+    from ssan_plugin.errors import StepError
     from ssan_plugin.experiments.archive import step_name
     from ssan_plugin.experiments.runner import ROOT as CHILD_ROOT
 

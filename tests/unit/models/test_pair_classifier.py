@@ -9,7 +9,7 @@ import pytest
 import torch
 from helpers.pairs_cli import TINY_PAIR_MODEL, batch, build_pair, prepare_in_process, sick_rows
 
-from ssan_plugin.cli.errors import OptionError
+from ssan_plugin.errors import OptionError
 from ssan_plugin.models.pair_classifier import (
     PairClassifierModel,
     PairClassifierOptions,
@@ -75,8 +75,8 @@ def test_heads_follow_the_task_target(data):
 
 def test_variant_options_are_the_variants_own(data):
     _, model, _ = tiny(data, "--pair-encoder", "ssan", "--ssan-tau", "0.7", "--ssan-layers", "1")
-    assert [hasattr(layer.self_attn, "tau") for layer in model.encoder.layers] == [False, True]
-    assert model.encoder.layers[1].self_attn.tau == 0.7
+    assert [hasattr(layer.self_attn, "selector") for layer in model.encoder.layers] == [False, True]
+    assert model.encoder.layers[1].self_attn.selector.tau == 0.7
     _, small, _ = build_pair(data, "--arch", "pair_classifier_small", "--pair-encoder", "disan")
     assert (small.args.encoder_layers, small.args.encoder_embed_dim,
             small.args.encoder_ffn_embed_dim, small.args.encoder_attention_heads) == (3, 128, 512, 4)

@@ -12,7 +12,7 @@ import pytest
 import torch
 from helpers.srl_cli import tiny05  # noqa: F401  (fixture)
 
-from ssan_plugin.cli.errors import OptionError
+from ssan_plugin.errors import OptionError
 from ssan_plugin.models.variants import ENCODER_VARIANTS
 
 ENCODERS = sorted(ENCODER_VARIANTS)  # the encoder choices: the registry's names

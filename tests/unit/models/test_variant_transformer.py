@@ -22,7 +22,8 @@ from fairseq.models import ARCH_CONFIG_REGISTRY
 from ssan_plugin.models.biblosan_transformer import BiBloSANTransformerModel
 from ssan_plugin.models.disan_transformer import DiSANTransformerModel
 from ssan_plugin.models.resa_transformer import ReSATransformerModel
-from ssan_plugin.models.ssan_transformer import SSANOptions, SSANTransformerModel
+from ssan_plugin.models.ssan_transformer import SSANTransformerModel
+from ssan_plugin.modules.selectors.gumbel import SSANSelectorOptions
 
 disan_transformer = ARCH_CONFIG_REGISTRY["disan_transformer"]
 biblosan_transformer = ARCH_CONFIG_REGISTRY["biblosan_transformer"]
@@ -164,7 +165,7 @@ def test_layer_index_of_records_under_layerdrop(tiny_bin):
                                               "--criterion", "selective_label_smoothed_cross_entropy"])
     layers = model.encoder.layers  # a LayerDropModuleList: index it, its iterator drops in training
     assert [type(layers[i].self_attn).__name__ for i in range(3)] == [
-        "MultiheadAttention", "SelectiveMultiheadAttention", "SelectiveMultiheadAttention"]
+        "MultiheadAttention", "SelectorMultiheadAttention", "SelectorMultiheadAttention"]
     sample = first_batch(task)
     model.train()
     seen = set()
@@ -192,7 +193,7 @@ def test_options_are_declared_once():
                           "ssan_policy_dim": 0, "ssan_scale_policy_logits": False,
                           "ssan_straight_through_cap": 0.0, "ssan_kernel": "auto",
                           "ssan_policy_init_bias": 0.0, "ssan_dense_warmup": 0}
-    assert SSANOptions().ssan_tau == args.ssan_tau
+    assert SSANSelectorOptions().ssan_tau == args.ssan_tau
     old = argparse.Namespace(arch="ssan_transformer")  # args of a checkpoint without the options
     from fairseq.models import ARCH_CONFIG_REGISTRY
     ARCH_CONFIG_REGISTRY["ssan_transformer"](old)

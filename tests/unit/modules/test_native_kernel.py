@@ -12,7 +12,7 @@ import torch
 from helpers.ssan_layer import config, inputs, ssan_layer
 
 from ssan_plugin.modules import native
-from ssan_plugin.modules.selective_attention import _SampledSelectiveSoftmax, sampled_selective_softmax
+from ssan_plugin.modules.selective_weights import _SampledSelectiveSoftmax, sampled_selective_softmax
 
 pytestmark = pytest.mark.skipif(shutil.which(native._compiler()) is None,
                                 reason="no C compiler (the native kernel is optional)")
@@ -168,19 +168,19 @@ def test_native_noise_repeats_under_the_seed_whatever_the_threads(monkeypatch):
 def test_the_model_option_reaches_the_layer_and_trains():
     torch.manual_seed(0)
     layer = ssan_layer(config(), kernel="native").train()
-    assert layer.self_attn.kernel == "native"
+    assert layer.self_attn.selector.kernel == "native"
     x, pad = inputs(3)
     x.requires_grad_()
     out = layer(x, pad)[0]
     out.square().sum().backward()
     assert torch.isfinite(x.grad).all() and x.grad.abs().sum() > 0
-    assert layer.self_attn.policy_proj.weight.grad.abs().sum() > 0
+    assert layer.self_attn.selector.policy_proj.weight.grad.abs().sum() > 0
 
 
 def test_auto_is_the_default_and_trains_with_the_native_kernel():
     """--ssan-kernel auto, the model's default: a layer built with it trains exactly as one
     built with the native kernel (same seed, same draws, same values and gradients)."""
-    from ssan_plugin.models.ssan_transformer import SSANOptions
+    from ssan_plugin.modules.selectors.gumbel import SSANSelectorOptions as SSANOptions
 
     assert SSANOptions().ssan_kernel == "auto"
     results = []
@@ -191,7 +191,7 @@ def test_auto_is_the_default_and_trains_with_the_native_kernel():
         x.requires_grad_()
         out = layer(x, pad)[0]
         out.square().sum().backward()
-        results.append((out.detach(), x.grad, layer.self_attn.policy_proj.weight.grad))
+        results.append((out.detach(), x.grad, layer.self_attn.selector.policy_proj.weight.grad))
     for auto, nat in zip(*results):
         assert torch.equal(auto, nat)
 
@@ -201,7 +201,7 @@ def test_auto_falls_back_to_torch_where_the_kernel_does_not_build(monkeypatch, c
     warning a process naming the reason (the build is not retried at every forward)."""
     import logging
 
-    from ssan_plugin.modules.selective_attention import resolve_kernel
+    from ssan_plugin.modules.selective_weights import resolve_kernel
 
     attempts = []
 
@@ -228,7 +228,7 @@ def test_auto_falls_back_to_torch_where_the_kernel_does_not_build(monkeypatch, c
         assert torch.equal(out, ref) and torch.equal(select, ref_select)
     finally:
         native.available.cache_clear()
-    with pytest.raises(ValueError, match="--ssan-kernel must be one of auto, torch, native"):
+    with pytest.raises(ValueError, match="--ssan-kernel must be one of auto, reference, torch, native"):
         resolve_kernel("cuda", torch.device("cpu"))
 
 

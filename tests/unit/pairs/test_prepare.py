@@ -259,7 +259,7 @@ def test_translation_side_reads_the_data_bin(tmp_path, translation_bin):
 def test_run_preprocess_command_and_failure(tmp_path, monkeypatch):
     """The pairs' fairseq-preprocess is the translation pipeline's (one runner): its command,
     and a real failure (no text to binarise) as one line naming the log."""
-    from ssan_plugin.cli.errors import StepError
+    from ssan_plugin.errors import StepError
 
     calls = []
     monkeypatch.setattr("ssan_plugin.cli.steps.run_step",

@@ -8,7 +8,7 @@ import logging
 import pytest
 import torch
 
-from ssan_plugin.cli.errors import InputError
+from ssan_plugin.errors import InputError
 from ssan_plugin.pairs.transfer import (TransferError, init_encoder_from_translation,
                                         layer_indices, translation_encoder_state)
 

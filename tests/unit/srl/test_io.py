@@ -6,7 +6,7 @@ import gzip
 
 import pytest
 
-from ssan_plugin.cli.errors import InputError
+from ssan_plugin.errors import InputError
 from ssan_plugin.srl.corpus import CoNLLFormatError
 from ssan_plugin.srl.io import open_text, sentence_blocks
 

@@ -5,7 +5,7 @@ import statistics
 import numpy as np
 import pytest
 
-from ssan_plugin.cli.errors import InputError
+from ssan_plugin.errors import InputError
 from ssan_plugin.stats.seed_groups import (
     GroupMember,
     SeedGroupError,

@@ -11,7 +11,7 @@ import torch
 from fairseq.tasks import FairseqTask
 from helpers.pairs_cli import prepare_in_process, sick_rows
 
-from ssan_plugin.cli.errors import OptionError
+from ssan_plugin.errors import OptionError
 from ssan_plugin.pairs import datadir
 from ssan_plugin.pairs.corpus import LABELS
 from ssan_plugin.tasks.sentence_pair import SentencePairConfig, SentencePairTask

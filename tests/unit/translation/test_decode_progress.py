@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from ssan_plugin.cli.errors import StepError
+from ssan_plugin.errors import StepError
 from ssan_plugin.translation.decode import parse_generate_output, run_with_progress
 
 LINES = ("import sys\n"

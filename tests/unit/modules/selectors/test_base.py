@@ -1,4 +1,4 @@
-"""modules/selectors/base.py: SelectorMultiheadAttention around every logit selector inside
+"""modules/selectors/base.py: SelectorMultiheadAttention around every registered selector inside
 fairseq's encoder layer (pre-norm, bf16 autocast), without pads, with attention dropout; the
 zero-weight rule of the record; a warm start from fairseq's own self-attention."""
 
@@ -7,13 +7,10 @@ import torch
 from fairseq.models.transformer import TransformerConfig
 from fairseq.models.transformer.transformer_config import EncDecBaseConfig
 from fairseq.modules import MultiheadAttention
-from helpers.selectors import C, H, build, call, inputs, selector_args
+from helpers.selectors import C, H, build, call, inputs, selector_args, spy_selections
 
 from ssan_plugin.modules import AttentionVariantEncoderLayer
 from ssan_plugin.modules.selectors import SELECTORS, Selection, Selector, SelectorMultiheadAttention
-
-LOGIT_SELECTORS = [n for n in SELECTORS if n not in ("gumbel", "soft")]
-
 
 def layer(name, normalize_before=True):
     cfg = TransformerConfig()
@@ -25,7 +22,7 @@ def layer(name, normalize_before=True):
         cfg, lambda d, c: SELECTORS[name].build_attention(args, d, c.encoder.attention_heads))
 
 
-@pytest.mark.parametrize("name", LOGIT_SELECTORS)
+@pytest.mark.parametrize("name", list(SELECTORS))
 def test_in_fairseqs_encoder_layer_under_bf16_autocast(name):
     torch.manual_seed(0)
     encoder_layer = layer(name).train()
@@ -40,18 +37,25 @@ def test_in_fairseqs_encoder_layer_under_bf16_autocast(name):
     assert encoder_layer.self_attn.pop_selection() is not None
 
 
-@pytest.mark.parametrize("name", LOGIT_SELECTORS)
+@pytest.mark.parametrize("name", list(SELECTORS))
 def test_no_pads_and_attention_dropout(name):
     attn = build(name, dropout=0.5, double=False).train()
     x, _ = inputs(seed=2, dtype=torch.float32)
     attn.keep_selection = True
     torch.manual_seed(3)
+    given = spy_selections(attn)
     out, weights = call(attn, x, None, need_head_weights=True)
     record = attn.pop_selection()
-    # weights are returned before dropout; a pair is selected where its weight is nonzero
-    if name not in ("gate", "fixed_mask"):  # rows of a gated head sum to its gate, of a mask to 0 or 1
-        torch.testing.assert_close(weights.sum(-1), torch.ones_like(weights.sum(-1)), atol=1e-5, rtol=0)
+    (selection,) = given
+    # weights are returned before dropout; a row sums to 1, or 0 when nothing is selected (times
+    # the gate of a gated head)
+    rows = weights.sum(-1)
+    if selection.output_gate is None:
+        assert torch.all((rows - 1).abs().lt(1e-5) | rows.eq(0))
+    # a pair is selected where its weight is nonzero, unless the selector says which it selected
     selected = weights.transpose(0, 1) > 0
+    if selection.selected is not None:
+        selected = selection.selected.expand_as(selected)
     assert torch.equal(record.selection, selected)
     assert float(record.pairs_selected) == float(selected.sum())
     assert float(record.pairs_possible) == H * x.size(1) * x.size(0) ** 2
@@ -62,7 +66,7 @@ class HalfSelector(Selector):
 
     name = "half"
 
-    def forward(self, logits, key_padding_mask, query, rate_gradient=True):
+    def reference(self, logits, key_padding_mask, query, rate_gradient=True, noise=None):
         keep = torch.zeros_like(logits, dtype=torch.bool)
         keep[..., ::2] = True
         if key_padding_mask is not None:
@@ -71,7 +75,7 @@ class HalfSelector(Selector):
         return Selection(probs / probs.sum(-1, keepdim=True).clamp_min(1))
 
 
-def test_a_new_selector_needs_only_its_forward():
+def test_a_new_selector_needs_only_its_reference():
     attn = SelectorMultiheadAttention(C, H, HalfSelector()).train()
     x, pad = inputs(seed=4, dtype=torch.float32)
     call(attn, x, pad)
@@ -82,7 +86,7 @@ def test_a_new_selector_needs_only_its_forward():
     assert float(record.pairs_selected) == H * float((kept * n).sum())
 
 
-@pytest.mark.parametrize("name", LOGIT_SELECTORS)
+@pytest.mark.parametrize("name", list(SELECTORS))
 def test_warm_start_from_fairseqs_self_attention(name):
     torch.manual_seed(0)
     plain = MultiheadAttention(C, H, self_attention=True)

@@ -9,7 +9,7 @@ import pytest
 import torch
 from helpers.selectors import (H, attend_by_hand, build, call, inputs, logits_by_hand)
 
-from ssan_plugin.cli.errors import OptionError
+from ssan_plugin.errors import OptionError
 from ssan_plugin.modules.selectors.entmax import EntmaxSelector
 
 

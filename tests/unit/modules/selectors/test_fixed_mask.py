@@ -8,7 +8,7 @@ import torch
 from helpers.selectors import (H, MAX_POSITIONS, attend_by_hand, build, call, inputs,
                                logits_by_hand, softmax_over)
 
-from ssan_plugin.cli.errors import OptionError
+from ssan_plugin.errors import OptionError
 from ssan_plugin.modules.selection import logistic_noise_like
 from ssan_plugin.modules.selectors.fixed_mask import FixedMaskSelector
 

@@ -7,7 +7,8 @@ import torch
 from helpers.selectors import (attend_by_hand, build, call, inputs, logits_by_hand,
                                policy_logits_by_hand, softmax_over, ssan_model_attention)
 
-from ssan_plugin.modules.selective_attention import SelectiveMultiheadAttention
+from ssan_plugin.modules.selectors import SelectorMultiheadAttention
+from ssan_plugin.modules.selectors.gumbel import GumbelSelector
 
 
 @pytest.mark.parametrize("options", [{}, {"ssan_policy_dim": 8, "ssan_tau": 0.3,
@@ -15,9 +16,13 @@ from ssan_plugin.modules.selective_attention import SelectiveMultiheadAttention
 def test_is_ssan_own_layer(options):
     ours = build("gumbel", **options)
     theirs = ssan_model_attention(**options)
-    assert type(ours) is SelectiveMultiheadAttention and ours.selection == "hard"
+    assert type(ours) is type(theirs) is SelectorMultiheadAttention
+    assert type(ours.selector) is type(theirs.selector) is GumbelSelector
+    ours, theirs = ours.selector, theirs.selector
+    assert ours.selection == "hard"
     assert (ours.tau, ours.policy_dim, ours.straight_through_cap, ours.kernel) == (
         theirs.tau, theirs.policy_dim, theirs.straight_through_cap, theirs.kernel)
+    ours, theirs = build("gumbel", **options), ssan_model_attention(**options)
     mine, yours = ours.state_dict(), theirs.state_dict()
     assert list(mine) == list(yours)  # same parameters under the same names
     assert all(torch.equal(mine[k], yours[k]) for k in mine)  # same initialisation
@@ -49,5 +54,5 @@ def test_training_gives_the_policy_a_gradient():
     out, _ = call(attn, x, pad)
     record = attn.pop_selection()
     (out.sum() + record.pair_rate).backward()
-    assert attn.policy_proj.weight.grad.abs().sum() > 0
+    assert attn.selector.policy_proj.weight.grad.abs().sum() > 0
     assert record.pair_rate.requires_grad and float(record.decisions) > 0

@@ -11,7 +11,7 @@ import pytest
 import torch
 from helpers.selectors import build, call, inputs
 
-from ssan_plugin.cli.errors import OptionError
+from ssan_plugin.errors import OptionError
 from ssan_plugin.models.selective_transformer import SelectiveTransformerModel
 from ssan_plugin.models.variants import add_encoder_args
 from ssan_plugin.modules.selection import SelectionReporter

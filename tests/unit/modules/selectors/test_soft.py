@@ -6,7 +6,8 @@ import torch
 from helpers.selectors import (attend_by_hand, build, call, inputs, logits_by_hand,
                                policy_logits_by_hand, ssan_model_attention)
 
-from ssan_plugin.modules.selective_attention import SelectiveMultiheadAttention
+from ssan_plugin.modules.selectors import SelectorMultiheadAttention
+from ssan_plugin.modules.selectors.soft import SoftSelector
 
 
 def soft_attention_by_hand(logits, select, pad):
@@ -17,7 +18,8 @@ def soft_attention_by_hand(logits, select, pad):
 
 def test_is_ssan_soft_layer():
     ours, theirs = build("soft"), ssan_model_attention(selection="soft")
-    assert type(ours) is SelectiveMultiheadAttention and ours.selection == "soft"
+    assert type(ours) is type(theirs) is SelectorMultiheadAttention
+    assert type(ours.selector) is type(theirs.selector) is SoftSelector and ours.selector.selection == "soft"
     assert list(ours.state_dict()) == list(theirs.state_dict())
     x, pad = inputs(seed=1)
     assert torch.equal(call(ours.eval(), x, pad)[0], call(theirs.eval(), x, pad)[0])
@@ -35,4 +37,4 @@ def test_forward_against_the_formula(mode):
     if mode == "train":  # the rate term is sum_j sigmoid(E_p), differentiable
         record = attn.pop_selection()
         record.pair_rate.backward()
-        assert attn.policy_proj.weight.grad.abs().sum() > 0
+        assert attn.selector.policy_proj.weight.grad.abs().sum() > 0

@@ -9,7 +9,7 @@ import torch
 from helpers.selectors import (H, T, attend_by_hand, build, call, fairseq_attention, inputs,
                                logits_by_hand, softmax_over)
 
-from ssan_plugin.cli.errors import OptionError
+from ssan_plugin.errors import OptionError
 from ssan_plugin.modules.selectors.topk import TopKSelector
 
 

@@ -2,7 +2,7 @@
 
 Already covered elsewhere (not repeated): selective_softmax with +-1e4 logits in fp32/bf16 and
 partially empty rows, and the SSAN layer under bf16 autocast with 1e3-scaled inputs
-(test_selective_attention.py); DiSAN/Bi-BloSAN/ReSA with 1e4 inputs at lengths 1 and 9, fp32 and
+(test_selective_weights.py); DiSAN/Bi-BloSAN/ReSA with 1e4 inputs at lengths 1 and 9, fp32 and
 bf16 autocast, and with a sentence of padding only (test_variant_self_attention.py). Here: a
 sentence that is padding only, every selection off (SSAN's policy selects nothing), the SSAN
 layer at length 1 and with +-1e4 inputs in fp32, eval mode, and the gradients in each case.
@@ -26,8 +26,8 @@ def ssan_layer(selection="hard", policy_bias=None):
     layer = AttentionVariantEncoderLayer(cfg, lambda d, c: build_selective_attention(d, c, 0.5, selection))
     if policy_bias is not None:  # W = 0: policy logits = (q bias) . (k bias) = policy_bias * 40 * head dim
         with torch.no_grad():
-            layer.self_attn.policy_proj.weight.zero_()
-            bias = layer.self_attn.policy_proj.bias
+            layer.self_attn.selector.policy_proj.weight.zero_()
+            bias = layer.self_attn.selector.policy_proj.bias
             bias[:C].fill_(policy_bias)
             bias[C:].fill_(40.0)
     return layer

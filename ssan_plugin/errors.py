@@ -1,4 +1,4 @@
-"""The project's error types and their one-line form (conventions: ``ssan_plugin.cli``).
+"""The project's error types and their one-line form (the conventions: ``ssan_plugin.cli``).
 
 ``InputError`` is bad input (exit status 2), ``PipelineError`` bad data or files (the same,
 named for what the pipelines read); ``OptionError`` a plugin option its rule refuses,

@@ -8,7 +8,7 @@ from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
 from helpers.ssan_layer import B, C, H, T, config, inputs, ssan_layer
 
 from ssan_plugin.modules import binary_entropy_from_logits, sample_selection
-from ssan_plugin.modules.selective_attention import selective_softmax
+from ssan_plugin.modules.selective_weights import selective_softmax
 
 
 def naive_selective_attention(logits, select, pad):
@@ -24,17 +24,31 @@ def naive_selective_attention(logits, select, pad):
 
 
 def spy_statistics(attn):
-    """The arguments of the module's next _statistics calls (``policy_logits``, ``select``),
-    recorded in the returned dict."""
+    """What the selector's next forwards give the record (``policy_logits``: E_p; ``select``:
+    the selection A the rate term reads), recorded in the returned dict. On the evaluation-mask
+    path E_p is 0 at pad keys (K_p zeroed there), which the record never reads."""
     captured = {}
-    original = attn._statistics
+    selector = attn.selector
+    forward, mask = selector.forward, selector.evaluation_mask
 
-    def spy(policy_logits, select, *rest):
-        captured.update(policy_logits=policy_logits, select=select)
-        return original(policy_logits, select, *rest)
+    def spy_forward(*args, **kwargs):
+        selection = forward(*args, **kwargs)
+        captured.update(policy_logits=selection.decision_logits, select=selection.keep)
+        return selection
 
-    attn._statistics = spy
+    def spy_mask(*args, **kwargs):
+        masked = mask(*args, **kwargs)
+        if masked is not None:
+            captured.update(policy_logits=masked[1], select=None)
+        return masked
+
+    selector.forward, selector.evaluation_mask = spy_forward, spy_mask
     return captured
+
+
+def at_keys(t, pad):
+    """``t`` (B, h, T, S) with pad keys zeroed (what a record reads of it)."""
+    return t.masked_fill(pad.view(pad.size(0), 1, 1, -1), 0.0)
 
 
 def random_case(seed, B=3, H=2, T=6, scale=1.0, p_select=0.6, empty_rows=True):
@@ -141,8 +155,8 @@ def test_attention_weights_returned_like_fairseq():
     ours, theirs = ssan_layer(cfg).self_attn, TransformerEncoderLayerBase(cfg).self_attn
     ours.load_state_dict(theirs.state_dict(), strict=False)
     with torch.no_grad():
-        ours.policy_proj.weight.zero_()
-        ours.policy_proj.bias.fill_(40.0)
+        ours.selector.policy_proj.weight.zero_()
+        ours.selector.policy_proj.bias.fill_(40.0)
     ours.eval(), theirs.eval()
     x, pad = inputs(1)
     _, w1 = ours(x, x, x, key_padding_mask=pad, need_weights=True)
@@ -167,7 +181,7 @@ def test_straight_through_is_binary_and_trains_the_policy():
     assert torch.all((select == 0) | (select == 1)), "forward values must be exactly 0/1"
     assert 0 < select.mean() < 1
     out.pow(2).sum().backward()
-    grad = attn.policy_proj.weight.grad
+    grad = attn.selector.policy_proj.weight.grad
     assert grad is not None and grad.abs().sum() > 0
 
 
@@ -201,12 +215,13 @@ def test_statistics_match_direct_count():
     layer(x, pad)
     stats = attn.pop_selection()
     # the policy logits by hand, then the statistics by hand from the module's own logits
-    qk = attn.policy_proj(x)  # T x B x 2C
+    qk = attn.selector.policy_proj(x)  # T x B x 2C
     qp, kp = qk[..., :C], qk[..., C:]
     qp = qp.reshape(T, B, H, C // H).permute(1, 2, 0, 3)
     kp = kp.reshape(T, B, H, C // H).permute(1, 2, 0, 3)
     ep = qp @ kp.transpose(-1, -2)  # B, H, T, T
-    torch.testing.assert_close(captured["policy_logits"], ep, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(at_keys(captured["policy_logits"], pad), at_keys(ep, pad),
+                               rtol=1e-5, atol=1e-5)
     ep = captured["policy_logits"]
     sel = (ep > 0).float()
     selected = pairs = ent = 0.0
@@ -229,7 +244,9 @@ def test_statistics_match_direct_count():
     assert stats.selection is None and attn.pop_selection() is None  # taken once, kept only on request
     attn.keep_selection = True
     layer.eval()(x, pad)
-    assert torch.equal(attn.pop_selection().selection, ep > 0)
+    valid = ~pad
+    pairs_valid = (valid.view(B, 1, 1, T) & valid.view(B, 1, T, 1))  # pad queries and keys out
+    assert torch.equal(attn.pop_selection().selection, (ep > 0) & pairs_valid)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16])
@@ -252,7 +269,7 @@ def test_narrow_policy_logits_and_selection():
     layer = ssan_layer(config(), policy_dim=P).eval()
     attn = layer.self_attn
     attn.report_statistics = True  # (the spy below reads the policy logits)
-    assert attn.policy_proj.weight.shape == (2 * P, C)
+    assert attn.selector.policy_proj.weight.shape == (2 * P, C)
     x, pad = inputs(7)
     captured = spy_statistics(attn)
     out, _ = attn(x, x, x, key_padding_mask=pad)
@@ -260,9 +277,10 @@ def test_narrow_policy_logits_and_selection():
     def heads(y, d):
         return y.reshape(T, B, H, d).permute(1, 2, 0, 3)
 
-    qk = attn.policy_proj(x)
+    qk = attn.selector.policy_proj(x)
     ep = heads(qk[..., :P], P // H) @ heads(qk[..., P:], P // H).transpose(-1, -2)
-    torch.testing.assert_close(captured["policy_logits"], ep, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(at_keys(captured["policy_logits"], pad), at_keys(ep, pad),
+                               rtol=1e-5, atol=1e-5)
     q = heads(attn.q_proj(x) * attn.scaling, C // H)
     k, v = heads(attn.k_proj(x), C // H), heads(attn.v_proj(x), C // H)
     select = (ep > 0).double()
@@ -272,7 +290,7 @@ def test_narrow_policy_logits_and_selection():
 
     layer.train()
     layer(x, pad).sum().backward()
-    assert attn.policy_proj.weight.grad.abs().sum() > 0
+    assert attn.selector.policy_proj.weight.grad.abs().sum() > 0
 
 
 def test_narrow_policy_selecting_every_pair_is_fairseqs_attention():
@@ -281,8 +299,8 @@ def test_narrow_policy_selecting_every_pair_is_fairseqs_attention():
     ours, theirs = ssan_layer(cfg, policy_dim=4).self_attn, TransformerEncoderLayerBase(cfg).self_attn
     ours.load_state_dict(theirs.state_dict(), strict=False)
     with torch.no_grad():
-        ours.policy_proj.weight.zero_()
-        ours.policy_proj.bias.fill_(40.0)
+        ours.selector.policy_proj.weight.zero_()
+        ours.selector.policy_proj.bias.fill_(40.0)
     x, pad = inputs(8)
     for mode in ("eval", "train"):
         getattr(ours, mode)(), getattr(theirs, mode)()

@@ -10,9 +10,10 @@ from helpers.ssan_layer import (B, C, H, T, build_selective_attention, config, i
                                 ssan_layer)
 
 from ssan_plugin.modules.selection import no_selection_statistics
-from ssan_plugin.modules.selective_attention import (
-    SelectiveMultiheadAttention, sampled_selective_softmax, selective_softmax,
+from ssan_plugin.modules.selective_weights import (
+    sampled_selective_softmax, selective_softmax,
 )
+from ssan_plugin.modules.selectors.gumbel import GumbelSelector
 
 
 def reference(logits, policy_logits, noise, pad, tau):
@@ -168,8 +169,8 @@ def set_head0_policy(layer, q_p: float, k_p: float):
     """Head 0's policy made constant (q_p and k_p filled with the given values, so
     E_p = d q_p k_p for every pair); the other heads keep their random policy."""
     with torch.no_grad():
-        w = layer.self_attn.policy_proj.weight
-        b = layer.self_attn.policy_proj.bias
+        w = layer.self_attn.selector.policy_proj.weight
+        b = layer.self_attn.selector.policy_proj.bias
         d = C // H
         w[:d].zero_()
         b[:d].fill_(q_p)
@@ -275,7 +276,7 @@ def test_selective_criterion_reports_in_validation(tiny_bin):
 def test_entropy_sum_without_graph_equals_the_formula(monkeypatch, chunk):
     """sum H(sigmoid(E_p)) * pair_w without a graph equals the entropy from its definition
     (float64), in one chunk or sentence by sentence (chunk smaller than one sentence)."""
-    from ssan_plugin.modules import selective_attention as sa
+    from ssan_plugin.modules import selective_weights as sa
 
     monkeypatch.setattr(sa, "ENTROPY_CHUNK_ELEMENTS", chunk)
     gen = torch.Generator().manual_seed(3)
@@ -294,7 +295,7 @@ def test_entropy_sum_without_graph_is_accurate_where_the_policy_is_sure():
     negative: the sum keeps float32's relative accuracy on both sides (1e-8 measured). softplus(x)
     minus x sigmoid(x), or torch's logistic loss of x against sigmoid(x), lose about half of the
     digits on the positive side (measured here: relative errors of 1.4e-4 and 2.0e-4)."""
-    from ssan_plugin.modules import selective_attention as sa
+    from ssan_plugin.modules import selective_weights as sa
 
     gen = torch.Generator().manual_seed(4)
     magnitude = (torch.rand(2, 2, 6, 6, generator=gen) * 22 + 8)
@@ -360,7 +361,7 @@ def test_straight_through_cap_bounds_only_the_discarded_keys_gradient(cap, fused
 @pytest.mark.parametrize("bad", [-1.0, float("inf"), float("nan")])
 def test_straight_through_cap_must_be_finite_and_not_negative(bad):
     with pytest.raises(ValueError, match="--ssan-straight-through-cap must be finite and >= 0"):
-        SelectiveMultiheadAttention(8, 2, straight_through_cap=bad)
+        GumbelSelector(8, 2, straight_through_cap=bad)
 
 
 def test_the_model_option_reaches_the_attention_gradient():
@@ -373,11 +374,11 @@ def test_the_model_option_reaches_the_attention_gradient():
     for cap in (0.0, 10.0):
         torch.manual_seed(0)
         attn = build_selective_attention(C, config(), straight_through_cap=cap).train()
-        assert attn.straight_through_cap == cap
+        assert attn.selector.straight_through_cap == cap
         torch.manual_seed(1)  # the same logistic noise for both
         out, _ = attn(x, x, x, key_padding_mask=pad, need_weights=False)
         (out * torch.linspace(-1, 1, out.numel()).view_as(out)).sum().backward()
         outs.append(out.detach())
-        grads.append(attn.policy_proj.weight.grad.clone())
+        grads.append(attn.selector.policy_proj.weight.grad.clone())
     torch.testing.assert_close(outs[0], outs[1])
     assert not torch.allclose(grads[0], grads[1])

@@ -38,7 +38,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from fairseq.dataclass import ChoiceEnum
 from fairseq.models import BaseFairseqModel, register_model, register_model_architecture
-from fairseq.models.transformer import Embedding
+from fairseq.models.transformer import DEFAULT_MAX_SOURCE_POSITIONS, Embedding
 from fairseq.models.transformer.transformer_legacy import base_architecture
 
 from ..modules.multidim_attention import Source2Token
@@ -173,6 +173,9 @@ def pair_classifier(args):
         if variant is not None:
             variant.fill_defaults(args)
     base_architecture(args)
+    # the positions the encoder is built for (fairseq's default, as TransformerConfig's), which
+    # a selector may size itself by (fixed_mask's table)
+    args.max_source_positions = getattr(args, "max_source_positions", DEFAULT_MAX_SOURCE_POSITIONS)
     PairClassifierOptions.fill_defaults(args)  # after the shape: --pair-mlp-dim's default
 
 

@@ -94,7 +94,8 @@ def test_warm_start_from_plain_transformer(tiny_bin, tmp_path):
     own = model.state_dict()
     assert all(torch.equal(own[k], v) for k, v in baseline.items())
     assert {k for k in own if k not in baseline} == {
-        f"encoder.layers.{i}.self_attn.selector.policy_proj.{p}" for i in (0, 1) for p in ("weight", "bias")}
+        f"encoder.layers.{i}.self_attn.{p}" for i in (0, 1)
+        for p in ("selector.policy_proj.weight", "selector.policy_proj.bias", "selector_name")}
 
 
 class Payload:

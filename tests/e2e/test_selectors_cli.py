@@ -1,13 +1,13 @@
 """Every selector of --encoder-selector through fairseq's command line on the tiny synthetic
 corpus: fairseq-train a few updates of selective_transformer_small (tiny sizes) with the
 selective criterion (training and validation log the selection rate), then fairseq-generate
-decodes every test sentence from the checkpoint."""
+decodes every test sentence from the checkpoint, and refuses to decode it as another selector."""
 
 import re
 
 import pytest
 
-from conftest import SELECTOR_PLUGIN_DIR, TINY_MODEL, run_cli
+from conftest import SELECTOR_PLUGIN_DIR, TINY_MODEL, message_lines, run_cli
 from helpers.selectors import tiny_flags
 from ssan_plugin.modules.selectors import SELECTORS
 
@@ -33,3 +33,15 @@ def test_train_and_generate(tiny_bin, tmp_path, name):
                   "--beam", "2", "--max-len-b", "10", "--cpu").stdout
     ids = sorted(int(m.group(1)) for m in re.finditer(r"^H-(\d+)\t", out, re.M))
     assert ids == list(range(N_TEST)), out[-2000:]
+
+    # decoded as another selector (fairseq's --model-overrides): refused in one line naming
+    # both, never translated with that selector's fresh parameters
+    names = list(SELECTORS)
+    other = names[(names.index(name) + 1) % len(names)]
+    refused = run_cli("fairseq-generate", tiny_bin, "--user-dir", SELECTOR_PLUGIN_DIR,
+                      "--path", save / "checkpoint_last.pt", "--gen-subset", "test", "--cpu",
+                      "--model-overrides", repr({"encoder_selector": other}), check=False)
+    lines = message_lines(refused.stderr)
+    assert refused.returncode == 2 and len(lines) == 1, refused.stderr[-2000:]
+    assert f"trained with the {name} selector, this model has {other}" in lines[0]
+    assert "Traceback" not in refused.stderr and "H-0" not in refused.stdout

@@ -41,11 +41,12 @@ def test_ssan_continues_the_schedule(tiny_bin, base, tmp_path):
     out = tmp_path / "ssan" / "checkpoint_last.pt"
     proc = run_cli("ssan-warm-start", "--base", base_ckpt, "--arch", "ssan_transformer",
                    "--out", out, "--", "--ssan-tau", "0.7")
-    assert "at update 6, 4 new and 0 dropped" in proc.stdout
+    assert "at update 6, 6 new and 0 dropped" in proc.stdout  # the policy and the selector's name
     assert "new (freshly initialised): encoder.layers.0.self_attn.selector.policy_proj.weight" in proc.stderr
     before, after = load(base_ckpt), load(out)
     assert set(after["model"]) - set(before["model"]) == {
-        f"encoder.layers.{i}.self_attn.selector.policy_proj.{p}" for i in range(2) for p in ("weight", "bias")}
+        f"encoder.layers.{i}.self_attn.{p}" for i in range(2)
+        for p in ("selector.policy_proj.weight", "selector.policy_proj.bias", "selector_name")}
     assert all(torch.equal(before["model"][k], after["model"][k]) for k in before["model"])
     assert after["last_optimizer_state"]["state"] == {}  # fresh moments
     assert after["optimizer_history"][-1]["lr_scheduler_state"] == before["optimizer_history"][-1]["lr_scheduler_state"]

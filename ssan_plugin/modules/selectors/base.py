@@ -182,6 +182,16 @@ class Selector(nn.Module):
         return None
 
 
+def name_tensor(name: str) -> Tensor:
+    """A selector's name as a uint8 tensor of its UTF-8 bytes (a buffer in the state dict)."""
+    return torch.tensor(list(name.encode("utf-8")), dtype=torch.uint8)
+
+
+def tensor_name(t: Tensor) -> str:
+    """The name that :func:`name_tensor` stored."""
+    return bytes(t.to(torch.uint8).tolist()).decode("utf-8", errors="replace")
+
+
 def normalisation_dtype(t: Tensor) -> Tensor:
     """``t`` in the precision of normalisations: float32, or float64 for float64 inputs."""
     return t if t.dtype == torch.float64 else t.float()
@@ -291,6 +301,9 @@ class SelectorMultiheadAttention(SelectionReporter, MultiheadAttention):
         self.selector = selector
         self._rate_gradient = selector.rate_has_gradient
         self._entropy_gradient = selector.entropy_has_gradient
+        # which selector trained this layer travels with the checkpoint: a checkpoint loads as
+        # what it is, never as another selector with fresh parameters (upgrade_state_dict_named)
+        self.register_buffer("selector_name", name_tensor(selector.name))
 
     # The selective criterion sets these to what its loss weights (SelectionReporter); a term
     # this selector cannot give a gradient is refused here, by name, rather than training nothing.
@@ -404,11 +417,21 @@ class SelectorMultiheadAttention(SelectionReporter, MultiheadAttention):
         return out, Selection(None, decision_logits=decision_logits, selected=selected)
 
     def upgrade_state_dict_named(self, state_dict, name):
-        """Older checkpoints: the selector's ``legacy_state`` names move under ``selector.``.
-        Warm start: a plain fairseq self-attention has no selector parameters; keep ours
-        fresh."""
+        """A checkpoint's layer trained with another selector is refused, naming both.
+        Older checkpoints: the selector's ``legacy_state`` names move under ``selector.``, and
+        the selector's name (not stored before) is taken to be this one's. Warm start: a plain
+        fairseq self-attention has no selector parameters; keep ours fresh."""
         super().upgrade_state_dict_named(state_dict, name)
         prefix = name + "." if name != "" else ""
+        stored = state_dict.get(prefix + "selector_name")
+        if stored is None:
+            state_dict[prefix + "selector_name"] = self.selector_name.detach().clone()
+        elif tensor_name(stored) != self.selector.name:
+            raise OptionError(
+                f"{prefix}selector_name: the checkpoint's layer was trained with the "
+                f"{tensor_name(stored)} selector, this model has {self.selector.name}; a "
+                f"checkpoint decodes and resumes as what it trained (leave --encoder-selector, "
+                f"--ssan-selection and --model-overrides' selector unchanged)")
         for old, new in self.selector.legacy_state.items():
             if prefix + old in state_dict:
                 state_dict[prefix + "selector." + new] = state_dict.pop(prefix + old)

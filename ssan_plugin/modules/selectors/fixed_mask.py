@@ -31,6 +31,8 @@ from ...errors import OptionError
 
 #: the straight-through cap of the sample (SSAN's default, docs/design.md 1.4 and 1.8)
 STRAIGHT_THROUGH_CAP = 0.0
+#: the most mask logits a layer may have (h N^2): 2^26, 256 MiB of float32 (h = 16, N = 2048)
+MAX_MASK_ELEMENTS = 1 << 26
 
 
 @dataclass
@@ -67,6 +69,13 @@ class FixedMaskSelector(Selector):
             raise OptionError(f"--fixed-mask-init-bias must be finite, got {init_bias}")
         if int(max_positions) < 1:
             raise OptionError(f"fixed_mask: --max-source-positions must be >= 1, got {max_positions}")
+        size = num_heads * int(max_positions) ** 2
+        if size > MAX_MASK_ELEMENTS:
+            raise OptionError(
+                f"fixed_mask: --max-source-positions {max_positions} makes a mask of {num_heads} x "
+                f"{max_positions} x {max_positions} = {size:,} logits a layer ({size * 4 / 2**30:.1f} "
+                f"GiB, with Adam's state three times that), more than the {MAX_MASK_ELEMENTS:,} "
+                f"allowed; set --max-source-positions to what the data needs (the plan uses 256)")
         self.tau = float(tau)
         self.kernel = check_kernel(kernel)
         self.max_positions = int(max_positions)
@@ -77,6 +86,16 @@ class FixedMaskSelector(Selector):
     def from_args(cls, args, embed_dim, num_heads):
         return cls(num_heads, args.max_source_positions, tau=args.fixed_mask_tau,
                    init_bias=args.fixed_mask_init_bias, kernel=args.fixed_mask_kernel)
+
+    def upgrade_state_dict_named(self, state_dict, name):
+        """A checkpoint's mask of another size (it trained with another --max-source-positions)
+        is refused in one line naming both sizes."""
+        stored = state_dict.get(name + ".mask_logits" if name else "mask_logits")
+        if stored is not None and tuple(stored.shape) != tuple(self.mask_logits.shape):
+            raise OptionError(
+                f"fixed_mask: the checkpoint's mask covers {stored.size(-1)} positions, this model "
+                f"was built for {self.max_positions} (--max-source-positions); use "
+                f"--max-source-positions {stored.size(-1)}, as in training")
 
     def extra_repr(self) -> str:
         return f"positions={self.max_positions}, tau={self.tau:g}"
@@ -90,8 +109,9 @@ class FixedMaskSelector(Selector):
             positions = ((~key_padding_mask).cumsum(-1) - 1).clamp_min(0)  # (B, T)
             longest = int((~key_padding_mask).sum(-1).max())
         if longest > self.max_positions:
-            raise ValueError(f"fixed_mask: a sentence of {longest} tokens, longer than the "
-                             f"{self.max_positions} positions of the mask (--max-source-positions)")
+            raise OptionError(f"fixed_mask: a sentence of {longest} tokens, longer than the "
+                              f"{self.max_positions} positions of the mask (--max-source-positions; "
+                              f"fairseq's --skip-invalid-size-inputs-valid-test skips such sentences)")
         if key_padding_mask is None:
             return self.mask_logits[:, :length, :length].unsqueeze(0)
         table = self.mask_logits[:, positions.unsqueeze(-1), positions.unsqueeze(-2)]  # (h, B, T, T)

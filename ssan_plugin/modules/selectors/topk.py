@@ -42,8 +42,8 @@ def check_topk(k: float) -> float:
 def keys_per_query(n: Tensor, k: float) -> Tensor:
     """(B,) long: how many keys each query of a sentence of n non-pad keys keeps: min(k, n), or
     for a fraction k, ceil(k n) (at least 1, at most n)."""
-    if k >= 1:
-        return n.clamp(max=int(k))
+    if k >= 1:  # (a k beyond any sentence keeps every key)
+        return n.clamp(max=min(int(k), torch.iinfo(torch.long).max))
     return torch.minimum(torch.ceil(k * n.double()).long().clamp_min(1), n)
 
 

@@ -15,7 +15,8 @@ def test_select_all_reproduces_fairseq_layer(train, normalize_before):
     cfg.encoder.normalize_before = normalize_before
     ours, theirs = ssan_layer(cfg), TransformerEncoderLayerBase(cfg)
     missing, unexpected = ours.load_state_dict(theirs.state_dict(), strict=False)
-    assert sorted(missing) == ["self_attn.selector.policy_proj.bias", "self_attn.selector.policy_proj.weight"]
+    assert sorted(missing) == ["self_attn.selector.policy_proj.bias", "self_attn.selector.policy_proj.weight",
+                               "self_attn.selector_name"]
     assert not unexpected
     force_select_all(ours)
     ours.train(train), theirs.train(train)

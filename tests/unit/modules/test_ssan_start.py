@@ -60,7 +60,7 @@ def test_dense_warmup_is_fairseqs_attention_then_selects():
     attn = layer(dense_warmup=3).train()
     plain = MultiheadAttention(C, H, self_attention=True)
     plain.load_state_dict({k: v for k, v in attn.state_dict().items()
-                           if not k.startswith("selector.")})
+                           if not k.startswith("selector")})  # the policy and the selector's name
     with torch.no_grad():  # a policy that discards most pairs, to make selection visible
         attn.selector.policy_proj.bias[:attn.selector.policy_dim].fill_(-3.0)
         attn.selector.policy_proj.bias[attn.selector.policy_dim:].fill_(3.0)

@@ -10,7 +10,9 @@ from fairseq.modules import MultiheadAttention
 from helpers.selectors import C, H, build, call, inputs, selector_args, spy_selections
 
 from ssan_plugin.modules import AttentionVariantEncoderLayer
+from ssan_plugin.errors import OptionError
 from ssan_plugin.modules.selectors import SELECTORS, Selection, Selector, SelectorMultiheadAttention
+from ssan_plugin.modules.selectors.base import tensor_name
 
 def layer(name, normalize_before=True):
     cfg = TransformerConfig()
@@ -97,3 +99,21 @@ def test_warm_start_from_fairseqs_self_attention(name):
     attn.load_state_dict({k[len("layers.0.self_attn."):]: v for k, v in state.items()})
     assert torch.equal(attn.q_proj.weight, plain.q_proj.weight)
     assert all(torch.equal(attn.selector.state_dict()[k], v) for k, v in fresh.items())
+
+
+@pytest.mark.parametrize("name", list(SELECTORS))
+def test_a_layer_trained_with_another_selector_is_refused(name):
+    """The selector's name travels in the state: loading it as another selector (fairseq's
+    --model-overrides, a resume with another --encoder-selector) is refused naming both; a
+    state without the name (older checkpoints, fairseq's own attention) takes this one's."""
+    names = list(SELECTORS)
+    other = names[(names.index(name) + 1) % len(names)]
+    state = {"l." + k: v for k, v in build(name, double=False).state_dict().items()}
+    assert tensor_name(state["l.selector_name"]) == name
+    with pytest.raises(OptionError, match=f"trained with the {name} selector, this model has {other}"):
+        build(other, double=False).upgrade_state_dict_named(dict(state), "l")
+    del state["l.selector_name"]
+    same = build(name, double=False)
+    same.upgrade_state_dict_named(state, "l")
+    same.load_state_dict({k[2:]: v for k, v in state.items()})
+    assert tensor_name(same.selector_name) == name

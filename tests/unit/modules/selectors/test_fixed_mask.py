@@ -10,7 +10,7 @@ from helpers.selectors import (H, MAX_POSITIONS, attend_by_hand, build, call, in
 
 from ssan_plugin.errors import OptionError
 from ssan_plugin.modules.selection import logistic_noise_like
-from ssan_plugin.modules.selectors.fixed_mask import FixedMaskSelector
+from ssan_plugin.modules.selectors.fixed_mask import MAX_MASK_ELEMENTS, FixedMaskSelector
 
 
 def real_rows(weights, pad):
@@ -107,8 +107,12 @@ def test_length_limit_and_options():
     selector = FixedMaskSelector(H, 4)
     x, pad = inputs(seed=5)
     logits = torch.zeros(pad.size(0), H, pad.size(1), pad.size(1))
-    with pytest.raises(ValueError, match="a sentence of 6 tokens, longer than the 4 positions"):
-        selector(logits, pad, x)
+    for mask in (pad, None):  # with pads, and a batch of whole sentences
+        with pytest.raises(OptionError, match="a sentence of 6 tokens, longer than the 4 positions"):
+            selector(logits, mask, x)
+        with pytest.raises(OptionError, match="a sentence of 6 tokens"):
+            selector.eval().evaluation_mask(mask, x, keep_logits=False)
+        selector.train()
     short = pad.clone()
     short[0, 4:] = True  # now at most 4 real tokens: fine, whatever the padded length
     selector(logits, short, x)
@@ -117,3 +121,22 @@ def test_length_limit_and_options():
         FixedMaskSelector(H, 4, tau=0.0)
     with pytest.raises(OptionError, match="--ssan-kernel must be one of"):
         FixedMaskSelector(H, 4, kernel="cuda")
+
+
+def test_a_mask_too_large_is_refused_before_it_is_allocated():
+    with pytest.raises(OptionError, match=r"--max-source-positions 100000 makes a mask of 4 x "
+                                          r"100000 x 100000 = 40,000,000,000 logits"):
+        FixedMaskSelector(4, 100000)
+    assert FixedMaskSelector(16, 2048).mask_logits.numel() == MAX_MASK_ELEMENTS  # the bound itself
+
+
+def test_a_checkpoint_of_another_size_is_refused_in_one_line():
+    """Decoding with another --max-source-positions than training: the mask cannot be another
+    size; the refusal names both."""
+    trained = build("fixed_mask", double=False, max_source_positions=8)
+    state = {"layers.0.self_attn." + k: v for k, v in trained.state_dict().items()}
+    other = build("fixed_mask", double=False, max_source_positions=12)
+    with pytest.raises(OptionError, match=r"the checkpoint's mask covers 8 positions, this model was "
+                                          r"built for 12 \(--max-source-positions\); use "
+                                          r"--max-source-positions 8"):
+        other.selector.upgrade_state_dict_named(state, "layers.0.self_attn.selector")

@@ -115,3 +115,14 @@ def test_record_rate_is_the_kept_fraction_without_gradient():
 def test_bad_k_refused(bad):
     with pytest.raises(OptionError, match="--topk must be an integer >= 1 or a fraction"):
         TopKSelector(bad)
+
+
+def test_a_k_beyond_any_length_keeps_every_key():
+    """--topk 1e20 is an integer: every key of every sentence, fairseq's attention exactly."""
+    attn = build("topk", topk=1e20).eval()
+    x, pad = inputs(seed=6)
+    out, weights = call(attn, x, pad, need_head_weights=True)
+    theirs, their_weights = fairseq_attention(attn)(x, x, x, key_padding_mask=pad,
+                                                   need_weights=True, need_head_weights=True)
+    queries = (~pad).T.unsqueeze(-1)
+    torch.testing.assert_close(out * queries, theirs * queries, rtol=1e-6, atol=1e-9)

@@ -25,23 +25,34 @@ class OptionError(InputError, ValueError):
 
 def install_option_error_hook() -> None:
     """Make an uncaught :class:`OptionError` end the process as an argparse error does: one
-    line ``PROG: error: MESSAGE`` on stderr and exit status 2 (no traceback). Installed once,
-    when the plugin is imported (``--user-dir``); other exceptions reach the previous hook."""
+    line ``PROG: error: MESSAGE`` on stderr and exit status 2 (no traceback); the same for
+    fairseq's own refusal of an input longer than the model's positions (fairseq-interactive,
+    fairseq-generate: :func:`is_fairseq_size_error`), whose message already names the way out.
+    Installed once, when the plugin is imported (``--user-dir``); other exceptions reach the
+    previous hook."""
     previous = sys.excepthook
     if getattr(previous, "ssan_plugin_option_hook", False):
         return
 
     def hook(exc_type, exc, tb):
-        if isinstance(exc, OptionError):
+        if isinstance(exc, OptionError) or is_fairseq_size_error(exc):
             prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
             sys.stdout.flush()
-            sys.stderr.write(f"{prog}: error: {exc}\n")
+            sys.stderr.write(f"{prog}: error: {one_line(exc)}\n")
             sys.stderr.flush()
-            os._exit(exc.exit_status)
+            os._exit(getattr(exc, "exit_status", 2))
         previous(exc_type, exc, tb)
 
     hook.ssan_plugin_option_hook = True
     sys.excepthook = hook
+
+
+def is_fairseq_size_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is fairseq's refusal of a sample longer than the model's positions
+    (``fairseq.data.data_utils.filter_by_size``: a plain Exception, "Size of sample #N is
+    invalid ... skip this example with --skip-invalid-size-inputs-valid-test")."""
+    return type(exc) is Exception and str(exc).startswith("Size of sample #") and \
+        "--skip-invalid-size-inputs-valid-test" in str(exc)
 
 
 class PipelineError(InputError):

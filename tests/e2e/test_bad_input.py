@@ -6,8 +6,9 @@ directory / empty / invalid UTF-8 / byte-order-marked file, unwritable output, f
 directory checkpoint, unprepared split, gold props out of step with the data): a few cases as
 real processes, the others through the script's main(argv) in-process with argparse's program
 name set as the process would have it (a subprocess costs seconds of torch/fairseq import); the
-remaining out-of-range options are checked in-process too. Also here: fairseq-generate on sentences
-longer than the model's positions, and how preparation and decoding report them. The table
+remaining out-of-range options are checked in-process too. Also here: fairseq-generate and
+fairseq-interactive on sentences longer than the model's positions (one line, the plugin's hook
+over fairseq's exception), and how preparation and decoding report them. The table
 also holds the experiment runner's plan mistakes (a key or a study twice, a study without
 systems, an archive that is OUT or a file) and scripts/make_results.py on a damaged copy of the
 committed archives (``--root``: a truncated or invalid file, a NaN or infinite BLEU).
@@ -393,10 +394,19 @@ def test_long_sentences_are_refused_or_skipped_with_a_count_never_truncated(
     gen = ["fairseq-generate", data, "--user-dir", PLUGIN_DIR, "--cpu", "--path", model_with_short_positions,
            "--gen-subset", "test", "--beam", 1, "--max-len-b", 5, "--batch-size", 4,
            "--required-batch-size-multiple", 1]
-    # default: fairseq refuses the whole run, naming the sentence and the limit
+    # default: fairseq refuses the whole run, naming the sentence and the limit, in one line
     proc = run_cli(*gen, check=False)
-    assert proc.returncode != 0
-    assert re.search(r"Size of sample #1 is invalid .*max_positions=\(12, 64\)", proc.stderr), proc.stderr[-2000:]
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    lines = message_lines(proc.stderr)
+    assert len(lines) == 1 and re.search(r"^fairseq-generate: error: Size of sample #1 is invalid "
+                                         r".*max_positions=\(12, 64\)", lines[0]), proc.stderr[-2000:]
+    # fairseq-interactive on a line too long: the same line, not fairseq's traceback
+    proc = run_cli("fairseq-interactive", tiny_bin, "--user-dir", PLUGIN_DIR, "--cpu",
+                   "--path", model_with_short_positions, "--source-lang", "src", "--target-lang", "tgt",
+                   "--beam", 1, input=sources[1] + "\n", check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert re.search(r"^fairseq-interactive: error: Size of sample #0 is invalid",
+                     message_lines(proc.stderr)[-1]), proc.stderr[-2000:]
     # --skip-invalid-size-inputs-valid-test: skipped with a count and a warning
     proc = run_cli(*gen, "--skip-invalid-size-inputs-valid-test")
     assert re.search(r"1 samples have invalid sizes and will be skipped, "

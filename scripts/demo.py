@@ -81,9 +81,20 @@ def display_command(cmd, env=None) -> str:
         words[0] = Path(words[0]).name
     elif words and words[0] == sys.executable:
         words[0] = "python"
-    words = [display_path(w) if w.startswith("/") else w for w in words]
+    words = [display_word(w) for w in words]
     prefix = [f"{k}={v}" for k, v in (env or {}).items()]
     return shlex.join(prefix + words)
+
+
+def display_word(word: str) -> str:
+    """A command word with its path shortened as :func:`display_path` does: a path, or the
+    path of a ``NAME=PATH`` word (``--hyp baseline=/.../baseline.test.tgt``)."""
+    if word.startswith("/"):
+        return display_path(word)
+    name, sep, value = word.partition("=")
+    if sep and value.startswith("/") and "/" not in name:
+        return f"{name}={display_path(value)}"
+    return word
 
 
 # --- phases: children with a progress line ----------------------------------------------
@@ -494,8 +505,10 @@ def parse_args(argv=None):
                          "the demo did not make")
     ap.add_argument("--verbose", action="store_true", help="stream every child's output")
     ap.add_argument("--record", metavar="FILE.json",
-                    help="also write the recipe and what was printed (the README's demo table "
-                         "comes from examples/stability/demo_run.json, written this way)")
+                    help="also write the recipe and what was printed, and copy each system's "
+                         "test hypotheses into FILE/ beside it so the figures can be re-scored "
+                         "(the README's demo table comes from examples/stability/demo_run.json, "
+                         "written this way)")
     args = ap.parse_args(argv)
     if args.max_update < 1:
         ap.error("--max-update must be at least 1")
@@ -728,15 +741,56 @@ def main(argv=None):
             print(f"demo: --record: not the default recipe on the built-in corpus; "
                   f"{args.record} not written", file=sys.stderr)
             return 2
-        record = {"recipe": recipe(), "minutes": round(minutes, 1), "printed": printed[1:],
-                  "systems": [{k: s.get(k) for k in ("name", "bleu", "chrf", "delta", "p_value")}
-                              for s in report["systems"]]}
-        Path(args.record).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        corpus_cmd = ["python", "scripts/make_synthetic_corpus.py", "--out", "CORPUS",
+                      "--train", str(args.train_size), "--valid", str(args.valid_size),
+                      "--test", str(args.test_size), "--seed", str(args.seed)]
+        write_record(Path(args.record), report, printed[1:], minutes,
+                     {name: hyp_dir / f"{name}.test.{args.tgt}" for name in SYSTEMS},
+                     raw / f"test.{args.tgt}", corpus_cmd)
     print(f"report: {display_path(out / 'report.md')} (figures: "
           + ", ".join(display_path(p) for p in [curves, Path(selection["heatmap"])]
                       + ([by_length] if has_by_length else [])) + ")")
     print(f"done in {minutes:.1f} min; logs in {display_path(logs)}")
     return 0
+
+
+def write_record(path: Path, report, printed, minutes, hypotheses, reference, corpus_cmd,
+                 root: Path = ROOT) -> dict:
+    """``--record``: the recipe, what was printed, each system's scores, and what re-scores
+    them: each system's test hypotheses copied next to the record (``PATH`` without its
+    suffix: ``examples/stability/demo_run/NAME.test.tgt`` for the README's record), named
+    relative to ``root``; the reference is not copied, since the corpus command
+    (``corpus_cmd``, ``CORPUS`` for its output folder) makes it again, and its SHA-256 says
+    whether it did. ``rescore``: the commands that score the copies again, from the root."""
+    store = path.with_suffix("")
+    store.mkdir(parents=True, exist_ok=True)
+    copies = {}
+    for name, source in hypotheses.items():
+        target = store / Path(source).name
+        shutil.copyfile(source, target)
+        copies[name] = project_path_of(target, root)
+    ref_name = Path(reference).name
+    rescore = [shlex.join(corpus_cmd),
+               shlex.join([console_name(f"{COMMANDS}.evaluate_bleu"), "--ref",
+                           f"CORPUS/{ref_name}",
+                           *[w for name, copy in copies.items()
+                             for w in ("--hyp", f"{name}={copy}")]])]
+    record = {"recipe": recipe(), "minutes": round(minutes, 1), "printed": list(printed),
+              "systems": [{k: s.get(k) for k in ("name", "bleu", "chrf", "delta", "p_value")}
+                          for s in report["systems"]],
+              "hypotheses": copies,
+              "reference": {"made_by": shlex.join(corpus_cmd), "file": f"CORPUS/{ref_name}",
+                            "sha256": hashlib.sha256(Path(reference).read_bytes()).hexdigest()},
+              "rescore": rescore}
+    path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    return record
+
+
+def project_path_of(path, root: Path) -> str:
+    """``path`` relative to ``root`` (what a record names), as ``display_path`` does."""
+    from ssan_plugin.experiments.archive import project_path
+
+    return project_path(path, root)
 
 
 def recipe(max_update=900, train_size=20000, valid_size=500, test_size=500, seed=1,

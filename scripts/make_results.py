@@ -44,7 +44,7 @@ def translation_blocks(root: Path):
                              if r.system in plan.studies[0].systems else 99))
     ssan = [r for r in rows if r.system in ("ssan", "ssan_cap0")]  # from scratch: the six-seed study
     return {"translation-verdicts": verdict_table(rows),
-            "translation-power": power_table(ssan),
+            "translation-power": power_table(ssan, family=len(rows)),
             "translation-spread": spread_ratio_table(ssan),
             "translation-runs": runs_table(plan), **translation_cost_blocks(root)}
 
@@ -90,7 +90,7 @@ def stability_blocks(root: Path):
               "stability-demo-verdicts": verdict_table(rows)}
     calibration = sorted((root / "examples" / "stability" / "calibration").glob("*.json"))
     if calibration:
-        blocks["stability-calibration"] = calibration_table(calibration)
+        blocks["stability-calibration"] = calibration_table(calibration, root)
     return blocks
 
 
@@ -217,7 +217,8 @@ def pairs_blocks(root: Path):
 
 def readme_blocks(root: Path):
     """The demo's table as a fresh `make demo` printed it (examples/stability/demo_run.json,
-    written by `scripts/demo.py --record`; a test pins its recipe to the demo's); the
+    written by `scripts/demo.py --record`; a test pins its recipe to the demo's), with where its
+    hypotheses are (:func:`demo_hypotheses_note`); the
     calibration of the significance tests (examples/significance/: simulated.json and
     sentences.*.json, from scripts/calibrate_significance.py --json)."""
     from ssan_plugin.experiments.tables.archives import archive_json, archived_value
@@ -234,7 +235,8 @@ def readme_blocks(root: Path):
         printed = "\n".join(lines).strip("\n")
         minutes = archived_value(path, "minutes", data=record)
         blocks["demo-run"] = (f"```\n{printed}\n```\n\nMeasured on an idle 2-core machine, "
-                              f"{minutes:.1f} minutes after installation.")
+                              f"{minutes:.1f} minutes after installation. "
+                              + demo_hypotheses_note(root, path, record))
     calibration = root / "examples" / "significance"
     if (calibration / "simulated.json").is_file():
         blocks["significance-simulated"] = simulated_table(calibration / "simulated.json")
@@ -242,6 +244,35 @@ def readme_blocks(root: Path):
     if sentences:
         blocks["significance-sentences"] = sentence_level_table(sentences)
     return blocks
+
+
+def demo_hypotheses_note(root: Path, path: Path, record: dict) -> str:
+    """Where the recorded demo's hypotheses are (``scripts/demo.py --record`` copies them
+    beside the record, named relative to the root; each file checked to exist) and the
+    commands that re-score them; a record made before that says it cannot be re-scored."""
+    from ssan_plugin.experiments.tables.archives import archived_value
+    from ssan_plugin.experiments.tables.blocks import ResultsError
+
+    if "hypotheses" not in record:
+        return ("This record keeps no hypotheses (it was made before `--record` stored them), "
+                "so its BLEU and p cannot be re-scored from the repository; the next "
+                f"`scripts/demo.py --record {path.relative_to(root)}` stores them in "
+                f"`{path.with_suffix('').relative_to(root)}/`.")
+    copies = archived_value(path, "hypotheses", number=False, data=record)
+    rescore = archived_value(path, "rescore", number=False, data=record)
+    if not isinstance(copies, dict) or not copies:
+        raise ResultsError(f"{path}: key 'hypotheses' must name each system's hypotheses")
+    for name, copy in copies.items():
+        if not isinstance(copy, str) or copy.startswith("/") or not (root / copy).is_file():
+            raise ResultsError(f"{path}: hypotheses of {name}: {copy!r} is not a file of the "
+                               f"project (a path relative to its root)")
+    if not (isinstance(rescore, list) and all(isinstance(x, str) for x in rescore)):
+        raise ResultsError(f"{path}: key 'rescore' must be a list of commands")
+    commands = "\n".join(f"    {line}" for line in rescore)
+    return (f"Its hypotheses are committed beside the record ("
+            + ", ".join(f"`{copy}`" for copy in copies.values())
+            + "); to score them again (the reference made afresh by the corpus command, "
+              "CORPUS any new folder):\n\n" + commands)
 
 
 def selectors_blocks(root: Path):

@@ -236,6 +236,11 @@ class SeedLevelResult:
     n_samples: int
     test: str = "seed level: seed variance + shared sentence-bootstrap variance, Student t"
     aso: Optional[float] = field(default=None)  # deepsig ASO eps_min, if asked for
+    # Monte Carlo standard error of the sentence part's variance (se_sentence² before it is
+    # clipped at 0): the error of a bootstrap of ``n_samples`` resamples, about what another
+    # bootstrap seed moves it by; it moves the p little when the seed part dominates, and a
+    # power calculation much (``experiments.tables.verdicts.power_table``)
+    var_sentence_mc: Optional[float] = field(default=None)
 
     def to_json(self) -> dict:
         """The result for a report: ``delta``, ``ci``, ``p``, ``p_holm`` (None: set by whoever
@@ -263,6 +268,27 @@ def _covariance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a = a - a.mean(0)
     b = b - b.mean(0)
     return a.T @ b / (a.shape[0] - 1)
+
+
+def _shared_terms(res: np.ndarray) -> np.ndarray:
+    """Per resample, the term whose mean over resamples is :func:`_shared_covariance` (R,):
+    the mean product of two different seeds' centred scores, times R / (R - 1)."""
+    y = res - res.mean(0)
+    r, s = y.shape
+    return ((y.sum(1) ** 2 - (y * y).sum(1)) / (s * (s - 1))) * (r / (r - 1))
+
+
+def _cross_terms(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per resample, the term whose mean over resamples is the mean of ``_covariance(a, b)``
+    (R,)."""
+    ya, yb = a - a.mean(0), b - b.mean(0)
+    r = ya.shape[0]
+    return ya.mean(1) * yb.mean(1) * (r / (r - 1))
+
+
+def _monte_carlo_error(terms: np.ndarray) -> float:
+    """Standard error of the mean of per-resample terms: the bootstrap's own error."""
+    return float(np.std(terms, ddof=1) / np.sqrt(len(terms))) if len(terms) > 1 else 0.0
 
 
 def _shared_covariance(res: np.ndarray) -> float:
@@ -312,6 +338,7 @@ def seed_level_test(baseline: Sequence[np.ndarray], system: Sequence[np.ndarray]
         per_seed = [float(x) for x in obs_s - obs_b]
         seed_parts = [(float(np.var(per_seed, ddof=1)) / n, n - 1)]
         var_sentence = _shared_covariance(res_s - res_b)
+        mc = _monte_carlo_error(_shared_terms(res_s - res_b))
         same_sign = int(np.sum(np.sign(per_seed) == np.sign(delta))) if delta != 0 else 0
     else:
         seed_parts = [(float(np.var(obs, ddof=1)) / len(obs), len(obs) - 1)
@@ -319,6 +346,8 @@ def seed_level_test(baseline: Sequence[np.ndarray], system: Sequence[np.ndarray]
         per_seed, same_sign = None, None
         var_sentence = (_shared_covariance(res_s) + _shared_covariance(res_b)
                         - 2 * float(np.mean(_covariance(res_s, res_b))))
+        mc = _monte_carlo_error(_shared_terms(res_s) + _shared_terms(res_b)
+                                - 2 * _cross_terms(res_s, res_b))
     var_seed = float(sum(v for v, _ in seed_parts))
     var_sentence = max(0.0, float(var_sentence))
     var = var_seed + var_sentence
@@ -342,7 +371,7 @@ def seed_level_test(baseline: Sequence[np.ndarray], system: Sequence[np.ndarray]
                            se_seed=float(np.sqrt(var_seed)),
                            se_sentence=float(np.sqrt(var_sentence)), df=df,
                            ci=(float(ci[0]), float(ci[1])), p_value=float(p),
-                           identical=identical, n_samples=n_samples)
+                           identical=identical, n_samples=n_samples, var_sentence_mc=mc)
 
 
 def almost_stochastic_order(baseline_scores: Sequence[float], system_scores: Sequence[float],

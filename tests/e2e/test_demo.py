@@ -87,6 +87,9 @@ def test_demo_quiet_screen_logs_report_and_reuse(tmp_path):
     for figure in re.findall(r"!\[[^]]*\]\(([^)]+)\)", report):
         assert (out / figure).read_bytes()[:8] == PNG, figure
     assert "training_curves.png" in report and "selection_heatmap.png" in report
+    # the commands name the project's files as typed from its root, --hyp NAME=PATH included
+    assert f"{ROOT}/" not in report
+    assert re.search(r"^ssan-evaluate-bleu .*--hyp baseline=\S+baseline\.test\.tgt", report, re.M)
     assert "report: " in proc.stdout and "report.md" in proc.stdout.splitlines()[-2]
 
     # a second run reuses everything that is done

@@ -82,3 +82,72 @@ def test_the_committed_spread_is_every_archived_seed(demo):
                          key=lambda p: int(p.parent.name.split("@")[1]))
         assert len(reports) >= 5
         assert spread[name] == [json.loads(p.read_text())["systems"][0]["bleu"] for p in reports]
+
+
+def test_a_command_shows_project_paths_from_the_root(demo):
+    """The report's commands, --hyp NAME=PATH included: paths inside the project relative to
+    its root, others as they are."""
+    cmd = [demo.BIN / "fairseq-train", demo.ROOT / "runs" / "demo" / "data-bin", "--hyp",
+           f"baseline={demo.ROOT / 'runs' / 'demo' / 'hyps' / 'baseline.test.tgt'}",
+           "--note", "a=b", "--other", "/elsewhere/x=/y"]
+    shown = demo.display_command(cmd, {"OMP_NUM_THREADS": "1"})
+    assert shown == ("OMP_NUM_THREADS=1 fairseq-train runs/demo/data-bin --hyp "
+                     "baseline=runs/demo/hyps/baseline.test.tgt --note a=b --other /elsewhere/x=/y")
+
+
+def test_the_record_keeps_what_rescores_it(demo, tmp_path):
+    """--record copies each system's hypotheses beside the record (FILE without .json), names
+    them and the commands that score them again relative to the project, and keeps the
+    reference's checksum and the command that makes it again, not the file."""
+    import hashlib
+    import shlex
+
+    run = tmp_path / "runs" / "demo"
+    (run / "hyps").mkdir(parents=True)
+    (run / "raw").mkdir()
+    hyps = {}
+    for name in demo.SYSTEMS:
+        hyps[name] = run / "hyps" / f"{name}.test.tgt"
+        hyps[name].write_text(f"{name} one\n{name} two\n")
+    (run / "raw" / "test.tgt").write_text("ref one\nref two\n")
+    report = {"systems": [{"name": "baseline", "bleu": 40.0, "chrf": 60.0},
+                          {"name": "ssan", "bleu": 41.0, "chrf": 61.0, "delta": 1.0,
+                           "p_value": 0.2}]}
+    corpus = ["python", "scripts/make_synthetic_corpus.py", "--out", "CORPUS", "--seed", "1"]
+    path = tmp_path / "examples" / "stability" / "demo_run.json"
+    path.parent.mkdir(parents=True)
+    record = demo.write_record(path, report, ["| table |"], 6.04, hyps, run / "raw" / "test.tgt",
+                               corpus, root=tmp_path)
+    assert record == json.loads(path.read_text())
+    assert record["minutes"] == 6.0 and record["printed"] == ["| table |"]
+    assert record["systems"][1] == {"name": "ssan", "bleu": 41.0, "chrf": 61.0, "delta": 1.0,
+                                    "p_value": 0.2}
+    assert record["hypotheses"] == {name: f"examples/stability/demo_run/{name}.test.tgt"
+                                    for name in demo.SYSTEMS}
+    for name, copy in record["hypotheses"].items():
+        assert (tmp_path / copy).read_text() == hyps[name].read_text()
+    assert record["reference"] == {
+        "made_by": shlex.join(corpus), "file": "CORPUS/test.tgt",
+        "sha256": hashlib.sha256(b"ref one\nref two\n").hexdigest()}
+    assert record["rescore"] == [
+        shlex.join(corpus),
+        "ssan-evaluate-bleu --ref CORPUS/test.tgt "
+        + " ".join(f"--hyp {n}=examples/stability/demo_run/{n}.test.tgt" for n in demo.SYSTEMS)]
+    assert str(tmp_path) not in path.read_text()
+
+
+def test_the_committed_record_can_be_rescored_or_says_it_cannot(demo):
+    """The README's demo figures: their hypotheses committed beside the record (and the README
+    showing how to score them again), or the README saying the record has none."""
+    record = json.loads(demo.README_RUN.read_text())
+    readme = (ROOT / "README.md").read_text()
+    if "hypotheses" not in record:
+        assert "This record keeps no hypotheses" in readme
+        assert not demo.README_RUN.with_suffix("").exists()  # nothing that looks like them
+        return
+    for name, copy in record["hypotheses"].items():
+        assert not copy.startswith("/") and copy.startswith("examples/stability/demo_run/")
+        lines = (ROOT / copy).read_text().splitlines()
+        assert len(lines) == record["recipe"]["corpus"]["test"], name
+    for command in record["rescore"]:
+        assert command in readme

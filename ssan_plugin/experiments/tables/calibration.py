@@ -14,9 +14,40 @@ SIMULATED_TESTS = (("seed_level", "seed-level test"),
                    ("seeds_only", "t-test over the per-seed deltas (test set fixed)"))
 
 
+#: a simulated archive made before its cells held ``sentence_to_seed``: how many of each cell's
+#: nulls are replayed to measure it (``calibration.variance_parts``; None: every null)
+PARTS_REPLAYED = None
+
+
+def cell_parts(path: Path, run: dict, k: int) -> dict:
+    """``sentence_to_seed`` of cell ``k`` (``calibration.summarise_parts``): as archived, or,
+    for an archive without it, measured on the cell's own nulls replayed (its spreads, seeds,
+    samples, sentences and seed; the seed is ``n_seeds`` where the archive names none, as the
+    script chose it)."""
+    from ...stats.calibration import variance_parts
+
+    cell = archived_value(path, "cells", k, number=False, data=run)
+    if "sentence_to_seed" in cell:
+        return {key: archived_value(path, "cells", k, "sentence_to_seed", key, data=run)
+                for key in ("median", "q1", "q3", "nulls")}
+    spreads = archived_value(path, "cells", k, "spreads", number=False, data=run)
+    if not isinstance(spreads, dict) or not spreads:
+        raise ResultsError(f"{path}: key 'cells.{k}.spreads' must name the simulated spreads")
+    seeds = int(archived_value(path, "cells", k, "n_seeds", data=run))
+    seed = int(archived_value(path, "cells", k, "seed", data=run)) if "seed" in cell else seeds
+    nulls = int(archived_value(path, "nulls", data=run))
+    if PARTS_REPLAYED is not None:
+        nulls = min(nulls, PARTS_REPLAYED)
+    return variance_parts(seeds, {key: float(v) for key, v in spreads.items()}, nulls,
+                          int(archived_value(path, "samples", data=run)),
+                          int(archived_value(path, "n_sentences", data=run)), seed)
+
+
 def simulated_table(path: Path) -> str:
     """Markdown, one row per (scenario, seeds a side) cell of a ``--simulate`` archive: the
-    share of its nulls each test rejects at the archive's alpha."""
+    share of its nulls each test rejects at the archive's alpha, and the seed-level test's
+    sentence part over its seed part (variances; median and quartiles over the nulls, whose
+    mean a few nulls with a seed part near 0 decide, :func:`cell_parts`)."""
     run = archive_json(path)
     if archived_value(path, "simulated", number=False, data=run) is not True:
         raise ResultsError(f"{path}: not a --simulate archive (key 'simulated' is not true)")
@@ -26,15 +57,19 @@ def simulated_table(path: Path) -> str:
     alpha = archived_value(path, "alpha", data=run)
     nulls, sentences = (archived_value(path, k, data=run) for k in ("nulls", "n_sentences"))
     rows = ["| scenario | seeds a side | nulls | test sentences | " +
-            " | ".join(f"{name}: p < {alpha:g}" for _, name in SIMULATED_TESTS) + " |",
-            "|---|---|---|---|" + "---|" * len(SIMULATED_TESTS)]
+            " | ".join(f"{name}: p < {alpha:g}" for _, name in SIMULATED_TESTS) +
+            " | seed-level test: sentence part / seed part (variances), median (quartiles) |",
+            "|---|---|---|---|" + "---|" * len(SIMULATED_TESTS) + "---|"]
     for k, cell in enumerate(cells):
         scenario = archived_value(path, "cells", k, "scenario", number=False, data=run)
         seeds = archived_value(path, "cells", k, "n_seeds", data=run)
         rates = [archived_value(path, "cells", k, "rejection_rate", key, data=run)
                  for key, _ in SIMULATED_TESTS]
+        parts = cell_parts(path, run, k)
+        over = "" if parts["nulls"] == nulls else f", over {parts['nulls']:g} nulls"
         rows.append(f"| {scenario} | {seeds} | {nulls} | {sentences} | " +
-                    " | ".join(f"{rate:.1%}" for rate in rates) + " |")
+                    " | ".join(f"{rate:.1%}" for rate in rates) +
+                    f" | {parts['median']:.2f} ({parts['q1']:.2f} to {parts['q3']:.2f}{over}) |")
     return "\n".join(rows)
 
 

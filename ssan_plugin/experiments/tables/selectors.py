@@ -38,8 +38,9 @@ from ..archive import relativize_text
 from .archives import archive_json, archived_record, archived_value, curve_records
 from .bench import PROCESS_MEASURES, layers_table_by_kind
 from .blocks import ResultsError
-from .translation import bleu_scorer, hypotheses_stats, test_reference
-from .verdicts import Comparison, apply_holm, mean_sd, seed_comparison
+from .translation import PAIR_LABELS, STUDY_LABELS, bleu_scorer, hypotheses_stats, test_reference
+from .verdicts import (Comparison, apply_holm, mean_sd, power_table, seed_comparison,
+                       spread_ratio_table)
 
 #: the measures of the cost table: those of the process table (label, key of bench_ssan.py's
 #: medians, format) that the head-to-head's bench measures
@@ -149,7 +150,8 @@ def selector_rows(plan, study: str, pair: str, table: str = "selectors",
                        if r is not None])
         if system != base_name:
             row.comparison = seed_comparison(
-                found[base_name], runs, stats_of, score, table=table, label=f"{study} {pair}",
+                found[base_name], runs, stats_of, score, table=table,
+                label=f"{STUDY_LABELS.get(study, study)} {PAIR_LABELS.get(pair, pair)}",
                 system=system, baseline=base_name, n_samples=n_samples, seed=seed)
             if row.comparison is not None:
                 comparisons.append(row.comparison)
@@ -455,20 +457,43 @@ def learnt_table(plan, study: str, pair: str) -> str:
     return "\n".join(out)
 
 
+def selector_power_table(rows: Sequence[SelectorRow]) -> str:
+    """``verdicts.power_table`` of a verdict table's comparisons, Holm's family the table's
+    comparisons, with the power of each comparison's own seeds; none yet: a line saying so."""
+    comparisons = [r.comparison for r in rows if r.comparison is not None]
+    if not comparisons:
+        return "No comparison yet (two seeds a side are needed)."
+    return power_table(comparisons, family=len(comparisons), with_power=True)
+
+
+def selector_spread_table(rows: Sequence[SelectorRow]) -> str:
+    """``verdicts.spread_ratio_table`` of a verdict table's comparisons (each system's seed
+    spread against the baseline's on the same seeds); none yet: a line saying so."""
+    comparisons = [r.comparison for r in rows if r.comparison is not None]
+    if not comparisons:
+        return "No comparison yet (two seeds a side are needed)."
+    return spread_ratio_table(comparisons)
+
+
 def selector_blocks(plan, study: str, pair: str, bench_dir: Path,
                     keep: Sequence[str] = ("gumbel",), choose: int = 2,
                     next_pair: Optional[Tuple[str, str]] = None) -> Dict[str, str]:
     """The generated blocks of ``examples/selectors/RESULTS.md``: ``selectors-verdicts``,
-    ``selectors-development`` (:func:`development_table` with ``keep`` and ``choose``),
+    ``selectors-power`` (:func:`selector_power_table`), ``selectors-spread``
+    (:func:`selector_spread_table`), ``selectors-development``
+    (:func:`development_table` with ``keep`` and ``choose``),
     ``selectors-cost`` (every ``*.json`` of ``bench_dir``), ``selectors-selection``,
     ``selectors-learnt`` (:func:`learnt_table`) and, once
     ``bench_dir/layers/bench_encoder_layers.csv`` exists (``bench_encoder_layers.py --kinds
     san,selectors``), ``selectors-layers``; with ``next_pair`` = (STUDY, PAIR), the study the
-    chosen selectors go on to, also ``selectors-PAIR-verdicts`` and ``selectors-PAIR-selection``
-    (Holm over that table's own comparisons)."""
+    chosen selectors go on to, also ``selectors-PAIR-verdicts``, ``selectors-PAIR-power`` and
+    ``selectors-PAIR-selection`` (Holm over that table's own comparisons)."""
     systems = _study(plan, study).systems
     bench = sorted(Path(bench_dir).glob("*.json")) if Path(bench_dir).is_dir() else []
-    blocks = {"selectors-verdicts": verdict_table(selector_rows(plan, study, pair)),
+    rows = selector_rows(plan, study, pair)
+    blocks = {"selectors-verdicts": verdict_table(rows),
+              "selectors-power": selector_power_table(rows),
+              "selectors-spread": selector_spread_table(rows),
               "selectors-development": development_table(plan, study, pair, keep, choose),
               "selectors-cost": cost_table(bench, systems),
               "selectors-selection": selection_table(plan, study, pair),
@@ -476,8 +501,9 @@ def selector_blocks(plan, study: str, pair: str, bench_dir: Path,
     if next_pair is not None:
         other_study, other_pair = next_pair
         check_carried_forward(plan, study, pair, keep, choose, other_study)
-        blocks[f"selectors-{other_pair}-verdicts"] = verdict_table(
-            selector_rows(plan, other_study, other_pair))
+        other_rows = selector_rows(plan, other_study, other_pair)
+        blocks[f"selectors-{other_pair}-verdicts"] = verdict_table(other_rows)
+        blocks[f"selectors-{other_pair}-power"] = selector_power_table(other_rows)
         blocks[f"selectors-{other_pair}-selection"] = selection_table(plan, other_study,
                                                                       other_pair)
     layers = Path(bench_dir) / "layers" / "bench_encoder_layers.csv"

@@ -104,23 +104,93 @@ def spread_table(spreads: Sequence[SeedSpread]) -> str:
     return "\n".join(out)
 
 
-def calibration_table(paths: Sequence[Path]) -> str:
+def calibration_stats(path: Path, run: dict, root: Path):
+    """(per-seed sentence statistics, score function) of the hypotheses a ``--seed-level``
+    calibration archive names (its ``ref`` and ``hyp``, relative to ``root``), scored as the
+    script scores them (sacreBLEU, the archive's ``tokenize``, default 13a) and checked: each
+    seed's BLEU is the one the archive holds."""
+    from sacrebleu.metrics import BLEU
+
+    from ...stats.significance import sacrebleu_score_fn, sacrebleu_stats
+    from ...translation.textio import read_lines
+
+    ref = archived_value(path, "ref", number=False, data=run)
+    hyps = archived_value(path, "hyp", number=False, data=run)
+    bleu = archived_value(path, "bleu", number=False, data=run)
+    if not isinstance(hyps, list) or not isinstance(bleu, list) or len(hyps) != len(bleu):
+        raise ResultsError(f"{path}: keys 'hyp' and 'bleu' must list the pool's seeds, one "
+                           f"BLEU a file")
+    for name in [ref, *hyps]:
+        if not (Path(root) / name).is_file():
+            raise ResultsError(f"{path}: {name} is missing (the calibration's inputs)")
+    refs = read_lines(Path(root) / ref)
+    metric = BLEU(tokenize=run.get("tokenize", "13a"))
+    score = sacrebleu_score_fn(metric)
+    stats = []
+    for k, name in enumerate(hyps):
+        lines = read_lines(Path(root) / name)
+        if len(lines) != len(refs):
+            raise ResultsError(f"{path}: {name} has {len(lines)} lines, {ref} {len(refs)}")
+        stats.append(sacrebleu_stats(metric, lines, refs))
+        archived = archived_value(path, "bleu", k, data=run)
+        if abs(score(stats[-1].sum(0)) - archived) > 1e-6:
+            raise ResultsError(f"{path}: {name} scores {score(stats[-1].sum(0)):.4f} BLEU, the "
+                               f"archive {archived:.4f}")
+    return stats, score
+
+
+def _share(rate: float, nulls: int) -> str:
+    return f"{round(rate * nulls)} of {nulls} ({rate:.1%})"
+
+
+def calibration_table(paths: Sequence[Path], root: Path) -> str:
     """Markdown, one row per output of ``scripts/calibrate_significance.py --seed-level --json
     calibration/SYSTEM.json`` (the system whose archived seeds it drew from): its seeds, the
-    group size, the nulls and test sentences, and the share of nulls each test rejects at
-    0.05 (the seed-level test's should be about 5 %)."""
-    rows = ["| seeds of | seeds in the pool | groups of | nulls | test sentences | seed-level "
-            "test: p < 0.05 | pooled sentence-level bootstrap: p < 0.05 |",
-            "|---|---|---|---|---|---|---|"]
+    group size, the number of distinct nulls those seeds make (``calibration.seed_splits``),
+    the test sentences, and how many of the distinct nulls each test rejects at the archive's
+    level (the seed-level test's share should be about that level). An archive of the earlier
+    calibration, which drew its ``nulls`` at random with repeats, is recomputed here over the
+    distinct nulls from the hypotheses it names (:func:`calibration_stats`, its resamples and
+    level), and its own draws are shown beside: how many, how many distinct among them
+    (``calibration.drawn_splits``), and its rates over the draws."""
+    from ...stats.calibration import drawn_splits, seed_level_null_rates
+    from ...stats.significance import DEFAULT_SEED
+
+    rows = ["| seeds of | seeds in the pool | groups of | distinct nulls | test sentences | "
+            "seed-level test: p < 0.05 | pooled sentence-level bootstrap: p < 0.05 | the "
+            "first calibration's draws (with repeats): draws (distinct), seed-level, pooled |",
+            "|---|---|---|---|---|---|---|---|"]
     for path in paths:
         run = archive_json(path)
         bleu = archived_value(path, "bleu", number=False, data=run)
-        if not isinstance(bleu, (list, dict)) or not bleu:
+        if not isinstance(bleu, list) or not bleu:
             raise ResultsError(f"{path}: key 'bleu' must list the pool's seeds")
-        size, nulls, sentences = (archived_value(path, k, data=run)
-                                  for k in ("group_size", "nulls", "n_sentences"))
-        seed_level, pooled = (archived_value(path, "rejection_rate", k, data=run)
-                              for k in ("seed_level", "pooled_sentences"))
-        rows.append(f"| {path.stem} | {len(bleu)} | {size} | {nulls} | {sentences} | "
-                    f"{seed_level:.1%} | {pooled:.1%} |")
+        size, sentences, samples, alpha = (archived_value(path, k, data=run) for k in
+                                           ("group_size", "n_sentences", "samples", "alpha"))
+        if alpha != 0.05:
+            raise ResultsError(f"{path}: alpha must be 0.05, the level this table reports")
+        seed = int(archived_value(path, "seed", data=run)) if "seed" in run else DEFAULT_SEED
+        if "distinct_splits" in run:  # every distinct null once per test set
+            distinct, nulls = (int(archived_value(path, k, data=run))
+                               for k in ("distinct_splits", "nulls"))
+            rates = [archived_value(path, "rejection_rate", k, data=run)
+                     for k in ("seed_level", "pooled_sentences")]
+            draws = "—"
+        else:  # drawn at random with repeats: recomputed over the distinct nulls
+            stats, score = calibration_stats(path, run, root)
+            if stats[0].shape[0] != sentences:
+                raise ResultsError(f"{path}: {stats[0].shape[0]} sentences, the archive "
+                                   f"says {sentences}")
+            fresh = seed_level_null_rates(stats, score, int(size), 1, int(samples), alpha, seed)
+            distinct, nulls = fresh["distinct_splits"], fresh["nulls"]
+            rates = [fresh["rejection_rate"][k] for k in ("seed_level", "pooled_sentences")]
+            drawn = int(archived_value(path, "nulls", data=run))
+            seen = len(set(drawn_splits(len(bleu), int(size), drawn, int(sentences), seed)))
+            old = [archived_value(path, "rejection_rate", k, data=run)
+                   for k in ("seed_level", "pooled_sentences")]
+            draws = f"{drawn} ({seen}), {old[0]:.1%}, {old[1]:.1%}"
+        per_split = f" x {nulls // distinct}" if nulls != distinct else ""
+        rows.append(f"| {path.stem} | {len(bleu)} | {int(size)} | {distinct}{per_split} | "
+                    f"{int(sentences)} | {_share(rates[0], nulls)} | {_share(rates[1], nulls)} | "
+                    f"{draws} |")
     return "\n".join(rows)

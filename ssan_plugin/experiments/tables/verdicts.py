@@ -3,7 +3,7 @@
 correction over every comparison of a table (:func:`apply_holm`)."""
 
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, TypeVar
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 import numpy as np
 
@@ -142,38 +142,129 @@ def spread_ratio_table(rows: Sequence[Comparison], goal: float = 1.5, most: int 
 
 
 # --------------------------------------------------------------------------- power
+def power_of_seeds(n: int, effect: float, sd_seed: float, var_sentence: float,
+                   alpha: float = 0.05) -> float:
+    """Probability that the seed-level test over ``n`` paired seeds has p < ``alpha``
+    (two-sided) when the true difference is ``effect``: t on n - 1 degrees of freedom,
+    noncentrality ``effect / sqrt(sd_seed^2 / n + var_sentence)``. Computed as an integral
+    over the chi distribution of the seeds' standard deviation (T = (Z + ncp) / (X / sqrt(df)),
+    X ~ chi(df); Gauss-Legendre over the range that holds its mass), which stays accurate
+    where scipy's noncentral t returns NaN (large noncentralities)."""
+    from scipy.stats import chi, norm, t
+
+    if n < 2:
+        raise ValueError(f"the seed-level test needs two seeds or more, got {n}")
+    se = np.sqrt(sd_seed ** 2 / n + var_sentence)
+    if se <= 0:
+        return 1.0 if effect != 0 else alpha
+    df = n - 1
+    crit = float(t.ppf(1 - alpha / 2, df))
+    ncp = abs(effect) / se
+    nodes, weights = _GAUSS_LEGENDRE
+    centre = np.sqrt(df)
+    low, high = max(0.0, centre - 12.0), centre + 12.0  # chi(df): sd below 0.71
+    x = low + (high - low) * (nodes + 1) / 2
+    s = crit * x / np.sqrt(df)
+    rejected = (norm.sf(s - ncp) + norm.cdf(-s - ncp)) * chi.pdf(x, df)
+    achieved = float(np.dot(weights, rejected) * (high - low) / 2)
+    return min(1.0, max(0.0, achieved))
+
+
+#: nodes and weights on [-1, 1] of :func:`power_of_seeds`'s integral
+_GAUSS_LEGENDRE = np.polynomial.legendre.leggauss(400)
+
+
 def seeds_for_power(effect: float, sd_seed: float, var_sentence: float, alpha: float = 0.05,
                     power: float = 0.8, most: int = 200) -> Optional[int]:
     """Fewest paired seeds n (>= 2) for which the seed-level test detects a true difference
-    ``effect`` with probability ``power`` at ``alpha`` (two-sided): t on n - 1 degrees of
-    freedom, noncentrality ``effect / sqrt(sd_seed^2 / n + var_sentence)``. None: more than
-    ``most``."""
-    from scipy.stats import nct, t
+    ``effect`` with probability ``power`` at ``alpha`` (two-sided; :func:`power_of_seeds`,
+    which grows with n). None: more than ``most``."""
+    if most < 2 or power_of_seeds(most, effect, sd_seed, var_sentence, alpha) < power:
+        return None
+    low, high = 2, most  # power(high) >= power; find the first n that reaches it
+    while low < high:
+        middle = (low + high) // 2
+        if power_of_seeds(middle, effect, sd_seed, var_sentence, alpha) >= power:
+            high = middle
+        else:
+            low = middle + 1
+    return low
 
-    for n in range(2, most + 1):
-        se = np.sqrt(sd_seed ** 2 / n + var_sentence)
-        crit = t.ppf(1 - alpha / 2, n - 1)
-        ncp = effect / se
-        achieved = nct.sf(crit, n - 1, ncp) + nct.cdf(-crit, n - 1, ncp)
-        if achieved >= power:
-            return n
-    return None
+
+def holm_first_level(alpha: float, family: int) -> float:
+    """The per-comparison level of Holm's first step over ``family`` comparisons: a verdict
+    needs its Holm-corrected p below ``alpha``, which the smallest p of the family reaches
+    only below ``alpha / family`` (later steps: alpha / (family - 1), ...; so this is the
+    level a comparison must plan for when nothing else in its table is called first)."""
+    if family < 1:
+        raise ValueError(f"a family needs one comparison or more, got {family}")
+    return alpha / family
 
 
-def power_table(rows: Sequence[Comparison], effects=(0.5, 1.0)) -> str:
-    """Seeds needed per comparison, from its measured per-seed spread and sentence part."""
-    head = " | ".join(f"seeds for {e:g} BLEU" for e in effects)
-    out = [f"| comparison | system | seeds measured | sd of per-seed Δ | sentence part (se) | "
-           f"{head} |", "|---|---|---|---|---|" + "---|" * len(effects)]
+def sentence_part_range(result, errors: float = 2.0) -> Tuple[float, float, float]:
+    """(variance of the sentence part, and that variance ``errors`` Monte Carlo standard errors
+    lower (not below 0) and higher): the bootstrap's own error, what another bootstrap seed
+    moves it by (``SeedLevelResult.var_sentence_mc``; none known: no range)."""
+    var = result.se_sentence ** 2
+    mc = getattr(result, "var_sentence_mc", None) or 0.0
+    return var, max(0.0, var - errors * mc), var + errors * mc
+
+
+def _count(n: Optional[int], most: int) -> str:
+    return str(n) if n is not None else f"> {most}"
+
+
+def power_table(rows: Sequence[Comparison], family: int, effects=(0.5, 1.0),
+                alpha: float = 0.05, power: float = 0.8, most: int = 200,
+                with_power: bool = False, metric: str = "BLEU") -> str:
+    """Markdown, one row per paired comparison: its seeds, the spread of its per-seed deltas
+    and its sentence part (se, with the range of two Monte Carlo standard errors of its
+    bootstrap, :func:`sentence_part_range`; and over the seed part, sd² / n), and per effect the seeds the seed-level test needs
+    to see it with probability ``power`` at ``alpha`` unadjusted and at Holm's first step over
+    the table's ``family`` comparisons (:func:`holm_first_level`), each with, in parentheses, the
+    counts at the two ends of the sentence part's range when they differ; ``with_power``: also
+    the power of the comparison's own seeds at both levels. A caption line above the table
+    states the family and the level."""
+    corrected = holm_first_level(alpha, family)
+    level = f"{corrected:.3g}"
+    steps = (f"the family's smallest p must be below {level}, the next below {alpha:g} / "
+             f"{family - 1}, and so on" if family > 1 else "one comparison, no correction")
+    caption = (f"Per-comparison level: {alpha:g} unadjusted; {alpha:g} / {family} = {level} at "
+               f"Holm's first step over the verdict table's family of {family} comparisons (a "
+               f"verdict needs its Holm-corrected p below {alpha:g}: {steps}). Seeds: paired "
+               f"seeds a side for {power:.0%} power. In parentheses: the same count with the "
+               f"sentence part two Monte Carlo standard errors of its bootstrap lower and "
+               f"higher (another bootstrap seed moves it about that much).")
+    head = ["comparison", "system", "seeds measured", "sd of per-seed Δ",
+            "sentence part: se (± 2 bootstrap errors)", "sentence part / seed part (variances)"]
+    if with_power:
+        for e in effects:
+            head += [f"power of these seeds for {e:g} {metric} at {alpha:g}",
+                     f"power of these seeds for {e:g} {metric} at {level}"]
+    for e in effects:
+        head += [f"seeds for {e:g} {metric} at {alpha:g}",
+                 f"seeds for {e:g} {metric} at {level} (Holm, {family})"]
+    out = [caption, "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         res = r.result
         if not res.per_seed:
             continue
+        n = len(res.per_seed)
         sd = float(np.std(res.per_seed, ddof=1))
-        cells = []
+        var, low, high = sentence_part_range(res)
+        cells = [r.label, r.system, str(n), f"{sd:.2f}",
+                 f"{np.sqrt(var):.2f}" + (f" ({np.sqrt(low):.2f} to {np.sqrt(high):.2f})"
+                                         if high > low else ""),
+                 f"{var / (sd * sd / n):.2f}" if sd > 0 else "—"]
+        if with_power:
+            for e in effects:
+                cells += [f"{power_of_seeds(n, e, sd, var, a):.2f}" for a in (alpha, corrected)]
         for e in effects:
-            n = seeds_for_power(e, sd, res.se_sentence ** 2)
-            cells.append(str(n) if n is not None else "> 200")
-        out.append(f"| {r.label} | {r.system} | {len(res.per_seed)} | {sd:.2f} | "
-                   f"{res.se_sentence:.2f} | " + " | ".join(cells) + " |")
+            for a in (alpha, corrected):
+                needed = [seeds_for_power(e, sd, v, a, power, most) for v in (var, low, high)]
+                text = _count(needed[0], most)
+                if len(set(needed)) > 1:
+                    text += f" ({_count(needed[1], most)} to {_count(needed[2], most)})"
+                cells.append(text)
+        out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)

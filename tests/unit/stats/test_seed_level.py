@@ -10,11 +10,17 @@ import numpy as np
 import pytest
 
 from ssan_plugin.stats.calibration import (
+    SCENARIOS,
+    drawn_splits,
     hierarchical_null,
     mean_score,
     seed_level_null_rates,
+    seed_splits,
     simulated_null_rates,
+    split_key,
     stats_of,
+    summarise_parts,
+    variance_parts,
 )
 from ssan_plugin.stats.significance import (
     almost_stochastic_order,
@@ -168,13 +174,89 @@ def test_the_same_sentence_multisets_for_every_seed():
 
 
 def test_seed_level_null_rates_from_one_systems_seeds():
-    """Two disjoint groups of one system's seeds on resampled test sets: the seed-level test
-    rejects rarely; fewer than four seeds cannot make two groups."""
+    """Every distinct split of one system's seeds into two disjoint groups, on resampled test
+    sets: the seed-level test rejects rarely; fewer than four seeds cannot make two groups."""
     rng = np.random.default_rng(9)
     one_system, _ = hierarchical_null(rng, 6)
-    rates = seed_level_null_rates(one_system, mean_score, group_size=3, n_nulls=100,
-                                  n_samples=100)
+    found = seed_level_null_rates(one_system, mean_score, group_size=3, n_samples=100)
+    # 6 seeds, groups of 3: 6! / (0! 3! 2) = 60 distinct nulls, each on one test set
+    assert (found["distinct_splits"], found["test_sets"], found["nulls"]) == (60, 1, 60)
+    rates = found["rejection_rate"]
     assert set(rates) == {"seed_level", "pooled_sentences"}
     assert rates["seed_level"] <= 0.12 and rates["pooled_sentences"] >= rates["seed_level"]
+    assert len({split_key(s["a"], s["b"]) for s in found["splits"]}) == 60
+    assert rates["seed_level"] == sum(s["seed_level"][0] < 0.05 for s in found["splits"]) / 60
+    twice = seed_level_null_rates(one_system[:4], mean_score, test_sets=2, n_samples=50)
+    assert (twice["distinct_splits"], twice["nulls"]) == (6, 12)
+    assert all(len(s["seed_level"]) == 2 for s in twice["splits"])
     with pytest.raises(ValueError, match="at least 4 seeds"):
         seed_level_null_rates(one_system[:3], mean_score)
+
+
+@pytest.mark.parametrize("k, n, count", [(4, 2, 6), (5, 2, 30), (6, 2, 90), (6, 3, 60)])
+def test_seed_splits_are_every_distinct_null_once(k, n, count):
+    """k! / ((k - 2n)! n! 2) nulls, none of which the seed-level test could tell from another
+    (same pairs in another order, or the groups swapped), and together every way to draw
+    them."""
+    import itertools
+
+    splits = seed_splits(k, n)
+    assert len(splits) == count
+    keys = {split_key(a, b) for a, b in splits}
+    assert len(keys) == count
+    every = {split_key(order[:n], order[n:2 * n]) for order in itertools.permutations(range(k))}
+    assert keys == every
+
+
+def test_a_split_and_its_twins_give_one_p():
+    """What split_key treats as one null is one null for the test: the pairs reordered or the
+    groups swapped give the same p."""
+    rng = np.random.default_rng(3)
+    runs, _ = hierarchical_null(rng, 4, n_sentences=60)
+    names = seeds(2)
+
+    def p(a, b):
+        return seed_level_test([runs[i] for i in a], [runs[i] for i in b], mean_score, names,
+                               names, 200, 7).p_value
+
+    assert split_key((0, 1), (2, 3)) == split_key((1, 0), (3, 2)) == split_key((2, 3), (0, 1))
+    assert p((0, 1), (2, 3)) == pytest.approx(p((1, 0), (3, 2)))
+    assert p((0, 1), (2, 3)) == pytest.approx(p((2, 3), (0, 1)))
+    assert split_key((0, 1), (2, 3)) != split_key((0, 1), (3, 2))  # other pairs: another null
+
+
+def test_the_earlier_random_draws_repeat_thirty_nulls():
+    """Drawing 200 nulls at random from five seeds in groups of two (the first calibration)
+    repeats the 30 distinct ones; the replay follows the draws' own generator."""
+    keys = drawn_splits(5, 2, 200, 500)
+    assert len(keys) == 200
+    assert set(keys) <= {split_key(a, b) for a, b in seed_splits(5, 2)}
+    rng = np.random.default_rng(12345)
+    rng.integers(0, 500, 500)
+    order = rng.permutation(5)
+    assert keys[0] == split_key(order[:2], order[2:4])
+
+
+def test_the_sentence_parts_monte_carlo_error_is_what_another_bootstrap_seed_moves():
+    """var_sentence_mc, from one bootstrap, is about the spread of the sentence part's variance
+    over bootstrap seeds."""
+    rng = np.random.default_rng(11)
+    base, sys_ = hierarchical_null(rng, 3, n_sentences=300)
+    results = [seed_level_test(base, sys_, mean_score, seeds(3), seeds(3), 200, s)
+               for s in range(40)]
+    unclipped = [r.se_sentence ** 2 for r in results]
+    spread = float(np.std(unclipped, ddof=1))
+    typical = float(np.median([r.var_sentence_mc for r in results]))
+    assert spread > 0 and 0.6 < typical / spread < 1.6
+
+
+def test_variance_parts_replay_the_simulated_nulls():
+    """variance_parts measures, on the same nulls and bootstrap seeds, what
+    simulated_null_rates's seed-level tests had: the sentence part over the seed part."""
+    parts = []
+    simulated_null_rates(3, "seeds dominate", n_nulls=12, n_samples=50, seed=3, parts=parts)
+    replayed = variance_parts(3, SCENARIOS["seeds dominate"], 12, 50, seed=3)
+    assert replayed == summarise_parts(parts)
+    assert replayed["nulls"] == 12 and replayed["q1"] <= replayed["median"] <= replayed["q3"]
+    with pytest.raises(ValueError, match="no null with a seed part"):
+        summarise_parts([None])

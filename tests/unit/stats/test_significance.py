@@ -158,13 +158,19 @@ def test_calibration_script(tmp_path):
                         ("d", [x.replace("cat", "kat") for x in b])):
         (tmp_path / name).write_text("".join(x + "\n" for x in lines), "utf-8")
     hyps = [arg for n in "abcd" for arg in ("--hyp", str(tmp_path / n))]
-    seeds = subprocess.run(script + hyps + ["--seed-level", "--nulls", "10", "--samples", "50",
-                                            "--json", str(tmp_path / "s.json")],
+    seeds = subprocess.run(script + hyps + ["--seed-level", "--test-sets", "2", "--samples",
+                                            "50", "--json", str(tmp_path / "s.json")],
                            capture_output=True, text=True, env=cli_env())
     assert seeds.returncode == 0, seeds.stderr
     result = json.loads((tmp_path / "s.json").read_text())
     assert result["group_size"] == 2
     assert set(result["rejection_rate"]) == {"seed_level", "pooled_sentences"}
+    # four seeds in groups of two: 6 distinct nulls, each on two resampled test sets
+    assert (result["distinct_splits"], result["test_sets"], result["nulls"]) == (6, 2, 12)
+    assert len(result["splits"]) == 6 and "6 distinct splits" in seeds.stdout
+    repeated = subprocess.run(script + hyps + ["--seed-level", "--nulls", "200"],
+                              capture_output=True, text=True, env=cli_env())
+    assert repeated.returncode == 2 and "give --test-sets, not --nulls" in repeated.stderr
     few = subprocess.run(script + hyps[:6] + ["--seed-level"], capture_output=True, text=True,
                          env=cli_env())
     assert few.returncode == 2 and "four or more" in few.stderr
@@ -188,6 +194,8 @@ def test_calibration_script_simulated_nulls(tmp_path):
         ("sentences dominate", 3)]
     for cell in result["cells"]:
         assert set(cell["rejection_rate"]) == {"seed_level", "pooled_sentences", "seeds_only"}
+        assert cell["seed"] == cell["n_seeds"]
+        assert set(cell["sentence_to_seed"]) == {"median", "mean", "q1", "q3", "nulls"}
         assert all(r in (0, 0.25, 0.5, 0.75, 1) for r in cell["rejection_rate"].values())
     for bad, message in ((["--simulate", "--ref", "x"], "takes no --ref"),
                          (["--simulate", "--seeds", "1"], "at least 2 seeds"),

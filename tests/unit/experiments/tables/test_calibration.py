@@ -13,10 +13,14 @@ def simulated_record():
     return {"simulated": True, "nulls": 400, "samples": 200, "alpha": 0.05, "n_sentences": 150,
             "cells": [{"scenario": "seeds dominate", "n_seeds": 3, "spreads": {},
                        "rejection_rate": {"seed_level": 0.0425, "pooled_sentences": 0.33,
-                                          "seeds_only": 0.06}},
+                                          "seeds_only": 0.06},
+                       "sentence_to_seed": {"median": 0.071, "mean": 0.152, "q1": 0.021,
+                                            "q3": 0.148, "nulls": 400}},
                       {"scenario": "sentences dominate", "n_seeds": 6, "spreads": {},
                        "rejection_rate": {"seed_level": 0.0125, "pooled_sentences": 0.1,
-                                          "seeds_only": 0.26}}]}
+                                          "seeds_only": 0.26},
+                       "sentence_to_seed": {"median": 1.5, "mean": 2.25, "q1": 0.5, "q3": 3.0,
+                                            "nulls": 398}}]}
 
 
 def test_simulated_table_one_row_per_cell(tmp_path):
@@ -25,8 +29,33 @@ def test_simulated_table_one_row_per_cell(tmp_path):
     lines = simulated_table(path).splitlines()
     assert lines[0].startswith("| scenario | seeds a side | nulls | test sentences | "
                                "seed-level test: p < 0.05 |")
-    assert lines[2:] == ["| seeds dominate | 3 | 400 | 150 | 4.2% | 33.0% | 6.0% |",
-                         "| sentences dominate | 6 | 400 | 150 | 1.2% | 10.0% | 26.0% |"]
+    assert lines[0].endswith("| seed-level test: sentence part / seed part (variances), "
+                             "median (quartiles) |")
+    assert lines[2:] == ["| seeds dominate | 3 | 400 | 150 | 4.2% | 33.0% | 6.0% | 0.07 (0.02 to "
+                         "0.15) |",
+                         "| sentences dominate | 6 | 400 | 150 | 1.2% | 10.0% | 26.0% | 1.50 "
+                         "(0.50 to 3.00, over 398 nulls) |"]
+
+
+def test_an_archive_without_the_parts_is_replayed(tmp_path):
+    """A simulated archive made before the cells held sentence_to_seed: the parts are measured
+    on its own nulls, replayed (calibration.variance_parts, the cell's seed n_seeds)."""
+    from ssan_plugin.stats.calibration import SCENARIOS, variance_parts
+
+    record = simulated_record()
+    record.update(nulls=6, samples=30)
+    for cell in record["cells"]:
+        del cell["sentence_to_seed"]
+        cell["spreads"] = SCENARIOS[cell["scenario"]]
+    path = tmp_path / "simulated.json"
+    path.write_text(json.dumps(record))
+    parts = variance_parts(6, SCENARIOS["sentences dominate"], 6, 30, 150, seed=6)
+    assert simulated_table(path).splitlines()[3].endswith(
+        f"| {parts['median']:.2f} ({parts['q1']:.2f} to {parts['q3']:.2f}) |")
+    record["cells"][0]["spreads"] = {}
+    path.write_text(json.dumps(record))
+    with pytest.raises(ResultsError, match="'cells.0.spreads' must name"):
+        simulated_table(path)
 
 
 def test_simulated_table_refuses_a_damaged_archive(tmp_path):

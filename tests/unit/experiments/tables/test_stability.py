@@ -67,18 +67,64 @@ def test_first_validation_takes_the_first_valid_record(tmp_path):
         first_validation(tmp_path)
 
 
-def test_calibration_table_rows_and_a_damaged_record(tmp_path):
+def test_calibration_table_reads_an_archive_of_distinct_nulls(tmp_path):
     path = tmp_path / "ssan_cap0.json"
-    record = {"n_sentences": 500, "nulls": 200, "group_size": 2, "bleu": [40.1, 41.2, 39.8, 40.5],
-              "rejection_rate": {"seed_level": 0.045, "pooled_sentences": 0.31}}
+    record = {"n_sentences": 500, "nulls": 30, "distinct_splits": 30, "test_sets": 1,
+              "group_size": 2, "samples": 200, "alpha": 0.05,
+              "bleu": [40.1, 41.2, 39.8, 40.5, 40.0],
+              "rejection_rate": {"seed_level": 1 / 30, "pooled_sentences": 0.5}}
     path.write_text(json.dumps(record))
-    assert calibration_table([path]).splitlines()[2] == \
-        "| ssan_cap0 | 4 | 2 | 200 | 500 | 4.5% | 31.0% |"
+    assert calibration_table([path], tmp_path).splitlines()[2] == \
+        "| ssan_cap0 | 5 | 2 | 30 | 500 | 1 of 30 (3.3%) | 15 of 30 (50.0%) | — |"
+    path.write_text(json.dumps(dict(record, nulls=60, test_sets=2)))
+    assert "| 30 x 2 | 500 | 2 of 60 (3.3%) | 30 of 60 (50.0%) |" in calibration_table(
+        [path], tmp_path)
     del record["rejection_rate"]["pooled_sentences"]
     path.write_text(json.dumps(record))
     with pytest.raises(ResultsError, match="rejection_rate.pooled_sentences' is missing"):
-        calibration_table([path])
-    record["rejection_rate"]["pooled_sentences"] = float("nan")
+        calibration_table([path], tmp_path)
+
+
+def test_an_archive_of_random_draws_is_recomputed_over_the_distinct_nulls(tmp_path):
+    """The first calibration drew its nulls at random with repeats: the table recomputes the
+    rates over every distinct null from the hypotheses the archive names (their BLEU checked),
+    and shows the draws beside, with how many distinct nulls were among them."""
+    from sacrebleu.metrics import BLEU
+
+    from ssan_plugin.stats.calibration import drawn_splits, seed_level_null_rates
+    from ssan_plugin.stats.significance import sacrebleu_score_fn, sacrebleu_stats
+
+    rng = np.random.default_rng(0)
+    words = ["cat", "dog", "mat", "sat", "the", "a", "on", "red"]
+    refs = [" ".join(rng.choice(words, 6)) for _ in range(30)]
+    (tmp_path / "ref.txt").write_text("".join(r + "\n" for r in refs))
+    hyps = []
+    for seed in range(4):
+        lines = [" ".join(w if rng.random() < 0.7 else rng.choice(words) for w in r.split())
+                 for r in refs]
+        (tmp_path / f"h{seed}.txt").write_text("".join(x + "\n" for x in lines))
+        hyps.append(lines)
+    metric = BLEU(tokenize="13a")
+    stats = [sacrebleu_stats(metric, h, refs) for h in hyps]
+    score = sacrebleu_score_fn(metric)
+    record = {"ref": "ref.txt", "hyp": [f"h{s}.txt" for s in range(4)], "n_sentences": 30,
+              "nulls": 20, "samples": 40, "alpha": 0.05, "group_size": 2,
+              "bleu": [score(x.sum(0)) for x in stats],
+              "rejection_rate": {"seed_level": 0.05, "pooled_sentences": 0.4}}
+    path = tmp_path / "baseline.json"
     path.write_text(json.dumps(record))
-    with pytest.raises(ResultsError, match="rejection_rate.pooled_sentences' must be a finite"):
-        calibration_table([path])
+    fresh = seed_level_null_rates(stats, score, 2, 1, 40, 0.05, 12345)
+    seen = len(set(drawn_splits(4, 2, 20, 30)))
+    line = calibration_table([path], tmp_path).splitlines()[2]
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[:5] == ["baseline", "4", "2", "6", "30"]
+    hits = round(fresh["rejection_rate"]["seed_level"] * 6)
+    assert cells[5] == f"{hits} of 6 ({hits / 6:.1%})"
+    assert cells[7] == f"20 ({seen}), 5.0%, 40.0%"
+    record["bleu"][1] += 0.5  # the hypotheses are not the ones the archive scored
+    path.write_text(json.dumps(record))
+    with pytest.raises(ResultsError, match="h1.txt scores .* BLEU, the archive"):
+        calibration_table([path], tmp_path)
+    (tmp_path / "h3.txt").unlink()
+    with pytest.raises(ResultsError, match="h3.txt is missing"):
+        calibration_table([path], tmp_path)

@@ -7,6 +7,9 @@ import pytest
 from ssan_plugin.experiments.tables.verdicts import (
     Comparison,
     apply_holm,
+    holm_first_level,
+    power_of_seeds,
+    power_table,
     seed_comparison,
     seeds_for_power,
     spread_against_goal,
@@ -30,6 +33,74 @@ def test_seeds_for_power_is_the_fewest_seeds_reaching_80_percent(effect, sd):
     n = seeds_for_power(effect, sd, 0.0)
     assert simulated_power(n, effect, sd) >= 0.78
     assert simulated_power(n - 1, effect, sd) < 0.80
+
+
+@pytest.mark.parametrize("n, effect, sd, alpha", [(5, 1.0, 0.58, 0.05), (5, 1.0, 0.58, 0.05 / 8),
+                                                  (20, 0.5, 0.5, 0.05 / 13)])
+def test_power_of_seeds_is_the_simulated_rejection_rate(n, effect, sd, alpha):
+    assert power_of_seeds(n, effect, sd, 0.0, alpha) == pytest.approx(
+        simulated_power(n, effect, sd, alpha, trials=20000), abs=0.015)
+
+
+@pytest.mark.parametrize("n", [2, 3, 6, 14, 45, 200])
+@pytest.mark.parametrize("alpha", [0.05, 0.05 / 13])
+def test_power_of_seeds_is_the_noncentral_t_wherever_scipy_computes_it(n, alpha):
+    from scipy.stats import nct, t
+
+    for effect, sd, var in ((0.5, 0.58, 0.04 ** 2), (1.0, 1.17, 0.09 ** 2), (0.2, 0.3, 0.0)):
+        ncp = effect / np.sqrt(sd ** 2 / n + var)
+        crit = t.ppf(1 - alpha / 2, n - 1)
+        exact = nct.sf(crit, n - 1, ncp) + nct.cdf(-crit, n - 1, ncp)
+        if np.isfinite(exact):
+            assert power_of_seeds(n, effect, sd, var, alpha) == pytest.approx(exact, abs=1e-6)
+    assert 0.999 < power_of_seeds(200, 1.0, 0.3, 0.0, 0.05 / 8) <= 1.0  # where nct gives NaN
+
+
+def test_at_holms_first_step_more_seeds_are_needed():
+    """A verdict needs its Holm-corrected p below 0.05: the first comparison of a family of m
+    is called only below 0.05 / m, and planning at that level asks for more seeds."""
+    assert holm_first_level(0.05, 13) == pytest.approx(0.05 / 13)
+    assert holm_first_level(0.05, 1) == 0.05
+    with pytest.raises(ValueError):
+        holm_first_level(0.05, 0)
+    plain = seeds_for_power(0.5, 0.58, 0.04 ** 2)
+    corrected = seeds_for_power(0.5, 0.58, 0.04 ** 2, alpha=0.05 / 13)
+    assert corrected > 1.6 * plain
+    assert power_of_seeds(corrected, 0.5, 0.58, 0.04 ** 2, 0.05 / 13) >= 0.8
+    assert power_of_seeds(corrected - 1, 0.5, 0.58, 0.04 ** 2, 0.05 / 13) < 0.8
+    # five seeds of the pre-norm spread, 1 BLEU: about four times in five unadjusted, about
+    # three times in ten at 0.05 / 8
+    assert power_of_seeds(5, 1.0, 0.58, 0.04 ** 2) == pytest.approx(0.8, abs=0.05)
+    assert power_of_seeds(5, 1.0, 0.58, 0.04 ** 2, 0.05 / 8) == pytest.approx(0.3, abs=0.07)
+
+
+def test_power_table_states_its_family_and_both_levels():
+    base, system = [32.0, 32.1, 32.5, 32.7, 32.6, 31.7], [31.9, 33.0, 33.7, 32.3, 33.1, 32.0]
+    res = result(0.4, 0.16, list(np.subtract(system, base)))
+    res.se_sentence, res.var_sentence_mc = 0.09, 0.004
+    rows = [Comparison("t", "pre-norm En-De", "ssan_cap0", "baseline", base, system, res)]
+    table = power_table(rows, family=13, with_power=True)
+    caption, blank, head, rule, line = table.splitlines()
+    assert "0.05 / 13 = 0.00385" in caption and "family of 13 comparisons" in caption
+    assert blank == "" and rule == "|" + "---|" * 14
+    assert "| seeds for 0.5 BLEU at 0.05 | seeds for 0.5 BLEU at 0.00385 (Holm, 13) |" in head
+    assert "| power of these seeds for 1 BLEU at 0.00385 |" in head
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    sd = float(np.std(res.per_seed, ddof=1))
+    low, high = np.sqrt(0.09 ** 2 - 0.008), np.sqrt(0.09 ** 2 + 0.008)
+    assert cells[:6] == ["pre-norm En-De", "ssan_cap0", "6", f"{sd:.2f}",
+                         f"0.09 ({low:.2f} to {high:.2f})", f"{0.09 ** 2 / (sd * sd / 6):.2f}"]
+    assert cells[7] == f"{power_of_seeds(6, 0.5, sd, 0.09 ** 2, 0.05 / 13):.2f}"
+    needed = [seeds_for_power(0.5, sd, v, 0.05 / 13) for v in (0.09 ** 2, low ** 2, high ** 2)]
+    def count(n):
+        return str(n) if n is not None else "> 200"
+
+    assert len(set(needed)) > 1  # the range moves the count
+    assert cells[11] == f"{count(needed[0])} ({count(needed[1])} to {count(needed[2])})"
+    res.var_sentence_mc = None  # no Monte Carlo error known: no range
+    plain = power_table(rows, family=1).splitlines()
+    assert "one comparison, no correction" in plain[0]
+    assert [c.strip() for c in plain[4].strip("|").split("|")][4] == "0.09"
 
 
 def test_a_sentence_part_that_seeds_cannot_shrink_needs_more_seeds_or_never_enough():

@@ -148,6 +148,10 @@ class SRLEncoder(VariantTransformerEncoder):
         chars: (B, T, L) character ids (needed with character features, else ignored)."""
         if predicate is None:
             raise ValueError("SRLEncoder needs the predicate indicator (B x T)")
+        if src_tokens.size(1) > self.max_source_positions:  # (the task keeps every sentence)
+            raise OptionError(
+                f"a sentence of {src_tokens.size(1)} words, longer than the encoder's "
+                f"--max-source-positions {self.max_source_positions}; raise it")
         words = self.drop_words(src_tokens, predicate)
         token_embeddings = self.embed_tokens(words) + self.embed_predicate(predicate)
         if self.embed_distance is not None:

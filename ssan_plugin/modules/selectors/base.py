@@ -418,23 +418,33 @@ class SelectorMultiheadAttention(SelectionReporter, MultiheadAttention):
 
     def upgrade_state_dict_named(self, state_dict, name):
         """A checkpoint's layer trained with another selector is refused, naming both.
-        Older checkpoints: the selector's ``legacy_state`` names move under ``selector.``, and
-        the selector's name (not stored before) is taken to be this one's. Warm start: a plain
-        fairseq self-attention has no selector parameters; keep ours fresh."""
+        Older checkpoints: the selector's ``legacy_state`` names move under ``selector.``; their
+        selector's name (not stored before) is taken to be this one's, unless the layer holds
+        parameters this selector does not have (another selector's: refused too; a selector
+        without parameters cannot be told from fairseq's attention). Warm start: a plain fairseq
+        self-attention has no selector parameters; keep ours fresh."""
         super().upgrade_state_dict_named(state_dict, name)
         prefix = name + "." if name != "" else ""
+        for old, new in self.selector.legacy_state.items():
+            if prefix + old in state_dict:
+                state_dict[prefix + "selector." + new] = state_dict.pop(prefix + old)
         stored = state_dict.get(prefix + "selector_name")
-        if stored is None:
-            state_dict[prefix + "selector_name"] = self.selector_name.detach().clone()
-        elif tensor_name(stored) != self.selector.name:
+        if stored is not None and tensor_name(stored) != self.selector.name:
             raise OptionError(
                 f"{prefix}selector_name: the checkpoint's layer was trained with the "
                 f"{tensor_name(stored)} selector, this model has {self.selector.name}; a "
                 f"checkpoint decodes and resumes as what it trained (leave --encoder-selector, "
                 f"--ssan-selection and --model-overrides' selector unchanged)")
-        for old, new in self.selector.legacy_state.items():
-            if prefix + old in state_dict:
-                state_dict[prefix + "selector." + new] = state_dict.pop(prefix + old)
+        if stored is None:
+            own = set(self.state_dict())
+            foreign = sorted(key[len(prefix):] for key in state_dict
+                             if key.startswith(prefix) and key[len(prefix):] not in own)
+            if foreign:
+                raise OptionError(
+                    f"{prefix}: the checkpoint's layer holds parameters the {self.selector.name} "
+                    f"selector does not have ({', '.join(foreign)}): it was trained with another "
+                    f"selector; a checkpoint decodes and resumes as what it trained")
+            state_dict[prefix + "selector_name"] = self.selector_name.detach().clone()
         if prefix + "q_proj.weight" not in state_dict:
             return
         missing = [pname for pname in self.selector.state_dict()

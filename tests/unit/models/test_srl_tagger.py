@@ -361,3 +361,16 @@ def test_char_features_need_a_directory_with_characters(tiny05, tmp_path):
     tokens = torch.tensor([[4, 5]])
     with pytest.raises(ValueError, match=r"needs the \(B, T, L\) characters"):
         model(tokens, torch.tensor([2]), torch.tensor([[0, 1]]))
+
+
+def test_a_sentence_longer_than_the_positions_is_one_line(tiny05):
+    """The SRL task keeps every sentence, so the encoder refuses one its positions cannot hold
+    (an IndexError in fairseq's learned positions otherwise), naming the option."""
+    task, model = build(tiny05, "--max-source-positions", "3")
+    task.load_dataset("valid")
+    batch = task.dataset("valid").collater([task.dataset("valid")[i] for i in range(3)])
+    net = batch["net_input"]
+    assert net["src_tokens"].size(1) > 3
+    with pytest.raises(OptionError, match=r"a sentence of \d+ words, longer than the encoder's "
+                                          r"--max-source-positions 3"):
+        model.encoder(net["src_tokens"], net["src_lengths"], predicate=net["predicate"])

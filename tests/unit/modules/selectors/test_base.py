@@ -7,7 +7,7 @@ import torch
 from fairseq.models.transformer import TransformerConfig
 from fairseq.models.transformer.transformer_config import EncDecBaseConfig
 from fairseq.modules import MultiheadAttention
-from helpers.selectors import C, H, build, call, inputs, selector_args, spy_selections
+from helpers.selectors import C, H, build, call, inputs, own_state_names, selector_args, spy_selections
 
 from ssan_plugin.modules import AttentionVariantEncoderLayer
 from ssan_plugin.errors import OptionError
@@ -113,7 +113,27 @@ def test_a_layer_trained_with_another_selector_is_refused(name):
     with pytest.raises(OptionError, match=f"trained with the {name} selector, this model has {other}"):
         build(other, double=False).upgrade_state_dict_named(dict(state), "l")
     del state["l.selector_name"]
+    own = {key[2:] for key in state if key.startswith("l.selector.")}
+    if not own <= own_state_names(other):  # an unnamed state with parameters the other lacks
+        with pytest.raises(OptionError, match=f"parameters the {other} selector does not have"):
+            build(other, double=False).upgrade_state_dict_named(dict(state), "l")
     same = build(name, double=False)
     same.upgrade_state_dict_named(state, "l")
     same.load_state_dict({k[2:]: v for k, v in state.items()})
     assert tensor_name(same.selector_name) == name
+
+
+def test_an_older_ssan_layer_is_renamed_and_refused_as_another_selector():
+    """SSAN's attention before the selector contract kept its policy as ``policy_proj.*``: renamed
+    under ``selector.`` for SSAN, refused (by name) for a selector without those parameters."""
+    state = {"l." + k: v for k, v in build("gumbel", double=False).state_dict().items()}
+    old = {k.replace("l.selector.policy_proj", "l.policy_proj"): v for k, v in state.items()
+           if k != "l.selector_name"}
+    ours = build("gumbel", double=False)
+    ours.upgrade_state_dict_named(old, "l")
+    ours.load_state_dict({k[2:]: v for k, v in old.items()})
+    with pytest.raises(OptionError, match=r"parameters the topk selector does not have "
+                                          r"\(policy_proj.bias, policy_proj.weight\)"):
+        build("topk", double=False).upgrade_state_dict_named(
+            {k.replace("l.selector.policy_proj", "l.policy_proj"): v for k, v in state.items()
+             if k != "l.selector_name"}, "l")

@@ -1,5 +1,5 @@
-"""ssan_plugin/modules/selective_attention.py: selective_softmax against a direct float64
-implementation of the SSAN formula; the selective self-attention module inside fairseq's
+"""ssan_plugin/modules/selective_weights.py: selective_softmax against a direct float64
+implementation of the SSAN formula; SSAN's attention (the gumbel selector) inside fairseq's
 encoder layer (attention weights, straight-through, eval, soft selection, statistics, autocast)."""
 
 import pytest

@@ -25,7 +25,8 @@ class OptionError(InputError, ValueError):
 
 def install_option_error_hook() -> None:
     """Make an uncaught :class:`OptionError` end the process as an argparse error does: one
-    line ``PROG: error: MESSAGE`` on stderr and exit status 2 (no traceback); the same for
+    line ``PROG: error: MESSAGE`` on stderr and exit status 2 (no traceback), also where fairseq
+    re-raised it as a plain Exception (:func:`option_error_in`); the same for
     fairseq's own refusal of an input longer than the model's positions (fairseq-interactive,
     fairseq-generate: :func:`is_fairseq_size_error`), whose message already names the way out.
     Installed once, when the plugin is imported (``--user-dir``); other exceptions reach the
@@ -35,6 +36,7 @@ def install_option_error_hook() -> None:
         return
 
     def hook(exc_type, exc, tb):
+        exc = option_error_in(exc) or exc
         if isinstance(exc, OptionError) or is_fairseq_size_error(exc):
             prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
             sys.stdout.flush()
@@ -45,6 +47,19 @@ def install_option_error_hook() -> None:
 
     hook.ssan_plugin_option_hook = True
     sys.excepthook = hook
+
+
+def option_error_in(exc: BaseException):
+    """The OptionError that a plain Exception of fairseq's wraps, if any (its trainer re-raises a
+    refused checkpoint as "Cannot load model parameters from checkpoint ...", the plugin's reason
+    as its context); else None."""
+    seen = 0
+    while type(exc) is Exception and seen < 8:
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+        if isinstance(exc, OptionError):
+            return exc
+    return None
 
 
 def is_fairseq_size_error(exc: BaseException) -> bool:

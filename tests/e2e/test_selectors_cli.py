@@ -45,3 +45,19 @@ def test_train_and_generate(tiny_bin, tmp_path, name):
     assert refused.returncode == 2 and len(lines) == 1, refused.stderr[-2000:]
     assert f"trained with the {name} selector, this model has {other}" in lines[0]
     assert "Traceback" not in refused.stderr and "H-0" not in refused.stdout
+
+
+def test_resuming_as_another_selector_is_refused(tiny_bin, tmp_path):
+    """fairseq-train resuming a top-k run with --encoder-selector entmax: one line naming both
+    selectors (fairseq wraps the refusal in its own "Cannot load model parameters"), exit 2."""
+    save = tmp_path / "ckpt"
+    train = ["fairseq-train", tiny_bin, "--user-dir", SELECTOR_PLUGIN_DIR, "--arch", "selective_transformer_small",
+             *TINY_MODEL, "--criterion", "selective_label_smoothed_cross_entropy", "--optimizer", "adam",
+             "--lr", "1e-3", "--max-tokens", "500", "--save-dir", save, "--cpu", "--seed", "1",
+             "--no-progress-bar", "--no-epoch-checkpoints", "--disable-validation"]
+    run_cli(*train, "--encoder-selector", "topk", "--topk", "2", "--max-update", "2")
+    refused = run_cli(*train, "--encoder-selector", "entmax", "--entmax-fixed-alpha", "--max-update", "4",
+                      check=False)
+    lines = message_lines(refused.stderr)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr[-2000:]
+    assert len(lines) == 1 and "trained with the topk selector, this model has entmax" in lines[0]

@@ -1,6 +1,5 @@
 """SSAN's fast paths (ssan_plugin/modules/selective_weights.py, the gumbel selector) against the
-plain ones:
-training's fused sample + selective softmax (values and gradients equal autograd's chain on a
+plain ones: training's fused sample + selective softmax (values and gradients equal autograd's chain on a
 float64 reference with the same noise; less kept for backward), eval's boolean-mask attention
 (equal to the explicit selective softmax, empty rows and pads included), and decoding without
 selection records."""

@@ -12,7 +12,9 @@ One concern per module:
 - ``decode``: fairseq-generate on a data-bin, order restored, every sentence checked;
 - ``evaluate``: sacrebleu scores, paired significance test, markdown table and JSON;
 - ``translator``: raw sentences -> translations in-process (``ssan_plugin.hub.load``);
-- ``average``: checkpoint averaging.
+- ``average``: checkpoint averaging;
+- ``alignment``: word alignments: gold links (sure, possible), precision / recall / AER, links
+  between sentencepiece pieces mapped back to words.
 
 The command-line front ends are ``ssan-prepare-translation``,
 ``ssan-evaluate-bleu``, ``ssan-translate`` and ``ssan-average-checkpoints``.

@@ -1,0 +1,129 @@
+"""Word alignments: reading gold links, scoring predicted ones (precision, recall, AER), and
+mapping links between sentencepiece pieces back to the words they spell.
+
+Conventions: a link is ``(i, j)``, 0-based, i a source token and j a target token. Files hold
+one sentence a line with links written 1-based as ``i-j`` (a sure link) or ``i?j`` / ``ipj`` (a
+possible link), the layout of the WPT shared tasks; a bitext line is ``source ||| target``,
+tokens separated by spaces. Every sure link is also possible (S is a subset of P).
+
+Scores over a test set (Och and Ney 2003), A the predicted links, summed over sentences:
+precision = |A & P| / |A|, recall = |A & S| / |S|, AER = 1 - (|A & S| + |A & P|) / (|A| + |S|).
+"""
+
+import re
+from dataclasses import dataclass
+from typing import FrozenSet, Iterable, List, Sequence, Set, Tuple
+
+from .textio import PipelineError, read_lines
+
+Link = Tuple[int, int]
+LINK = re.compile(r"^(\d+)([-?p])(\d+)$")
+#: sentencepiece's word-start mark
+WORD_START = "\u2581"
+
+
+@dataclass(frozen=True)
+class GoldAlignment:
+    """One sentence's gold links, 0-based: ``sure`` and ``possible`` (sure included)."""
+
+    sure: FrozenSet[Link]
+    possible: FrozenSet[Link]
+
+
+@dataclass(frozen=True)
+class AlignmentScores:
+    """Precision, recall and AER over a test set, with the counts behind them."""
+
+    precision: float
+    recall: float
+    aer: float
+    predicted: int
+    sure: int
+    possible: int
+    sentences: int
+
+
+def parse_links(line: str, where: str) -> Tuple[Set[Link], Set[Link]]:
+    """(sure, possible) 0-based links of one line of ``i-j`` / ``i?j`` / ``ipj`` items (1-based
+    in the file); possible includes sure. ``where`` names the line in errors."""
+    sure, possible = set(), set()
+    for item in line.split():
+        match = LINK.match(item)
+        if not match or int(match.group(1)) < 1 or int(match.group(3)) < 1:
+            raise PipelineError(f"{where}: {item!r} is not a link i-j (sure) or i?j / ipj "
+                                f"(possible) with 1-based token positions")
+        link = (int(match.group(1)) - 1, int(match.group(3)) - 1)
+        possible.add(link)
+        if match.group(2) == "-":
+            sure.add(link)
+    return sure, possible
+
+
+def read_gold(path) -> List[GoldAlignment]:
+    """The gold links of every line of ``path`` (see the module docstring)."""
+    gold = []
+    for number, line in enumerate(read_lines(path), 1):
+        sure, possible = parse_links(line, f"{path}: line {number}")
+        gold.append(GoldAlignment(frozenset(sure), frozenset(possible)))
+    return gold
+
+
+def read_bitext(path) -> List[Tuple[List[str], List[str]]]:
+    """(source tokens, target tokens) of every ``source ||| target`` line of ``path``."""
+    pairs = []
+    for number, line in enumerate(read_lines(path), 1):
+        parts = line.split(" ||| ")
+        if len(parts) != 2:
+            raise PipelineError(f"{path}: line {number} is not 'source ||| target'")
+        source, target = (part.split() for part in parts)
+        if not source or not target:
+            raise PipelineError(f"{path}: line {number} has an empty side")
+        pairs.append((source, target))
+    return pairs
+
+
+def check_links(links: Iterable[Link], source_len: int, target_len: int, where: str) -> None:
+    """Every link inside a sentence of ``source_len`` x ``target_len`` tokens, else one line."""
+    for i, j in links:
+        if not (0 <= i < source_len and 0 <= j < target_len):
+            raise PipelineError(f"{where}: link {i + 1}-{j + 1} outside a sentence of "
+                                f"{source_len} source and {target_len} target tokens")
+
+
+def alignment_scores(predicted: Sequence[Iterable[Link]], gold: Sequence[GoldAlignment]) -> AlignmentScores:
+    """Scores of ``predicted`` (one set of links a sentence) against ``gold``, summed over the
+    sentences (the module docstring); the two must have as many sentences."""
+    if len(predicted) != len(gold):
+        raise PipelineError(f"{len(predicted)} predicted alignments for {len(gold)} gold sentences")
+    a = s = p = a_s = a_p = 0
+    for links, reference in zip(predicted, gold):
+        links = set(links)
+        a += len(links)
+        s += len(reference.sure)
+        p += len(reference.possible)
+        a_s += len(links & reference.sure)
+        a_p += len(links & reference.possible)
+    return AlignmentScores(
+        precision=a_p / a if a else 0.0,
+        recall=a_s / s if s else 0.0,
+        aer=1.0 - (a_s + a_p) / (a + s) if a + s else 0.0,
+        predicted=a, sure=s, possible=p, sentences=len(gold))
+
+
+def piece_words(pieces: Sequence[str]) -> List[int]:
+    """The 0-based word of each sentencepiece piece: a piece that starts with the word-start
+    mark starts a new word (the first piece always does)."""
+    words, word = [], -1
+    for index, piece in enumerate(pieces):
+        if piece.startswith(WORD_START) or index == 0:
+            word += 1
+        words.append(word)
+    return words
+
+
+def word_links(piece_links: Iterable[Link], source_pieces: Sequence[str],
+               target_pieces: Sequence[str]) -> Set[Link]:
+    """Links between pieces -> links between the words they spell: two words are linked when
+    any of their pieces are."""
+    source_word, target_word = piece_words(source_pieces), piece_words(target_pieces)
+    return {(source_word[i], target_word[j]) for i, j in piece_links}

@@ -440,10 +440,12 @@ class SelectorMultiheadAttention(SelectionReporter, MultiheadAttention):
             foreign = sorted(key[len(prefix):] for key in state_dict
                              if key.startswith(prefix) and key[len(prefix):] not in own)
             if foreign:
+                shown = ", ".join(foreign[:4]) + (f" and {len(foreign) - 4} more" if len(foreign) > 4 else "")
                 raise OptionError(
                     f"{prefix}: the checkpoint's layer holds parameters the {self.selector.name} "
-                    f"selector does not have ({', '.join(foreign)}): it was trained with another "
-                    f"selector; a checkpoint decodes and resumes as what it trained")
+                    f"selector's attention does not have ({shown}): it was trained as another "
+                    f"attention (another selector or encoder variant); a checkpoint decodes and "
+                    f"resumes as what it trained")
             state_dict[prefix + "selector_name"] = self.selector_name.detach().clone()
         if prefix + "q_proj.weight" not in state_dict:
             return

@@ -115,7 +115,7 @@ def test_a_layer_trained_with_another_selector_is_refused(name):
     del state["l.selector_name"]
     own = {key[2:] for key in state if key.startswith("l.selector.")}
     if not own <= own_state_names(other):  # an unnamed state with parameters the other lacks
-        with pytest.raises(OptionError, match=f"parameters the {other} selector does not have"):
+        with pytest.raises(OptionError, match=f"parameters the {other} selector's attention does not have"):
             build(other, double=False).upgrade_state_dict_named(dict(state), "l")
     same = build(name, double=False)
     same.upgrade_state_dict_named(state, "l")
@@ -132,7 +132,7 @@ def test_an_older_ssan_layer_is_renamed_and_refused_as_another_selector():
     ours = build("gumbel", double=False)
     ours.upgrade_state_dict_named(old, "l")
     ours.load_state_dict({k[2:]: v for k, v in old.items()})
-    with pytest.raises(OptionError, match=r"parameters the topk selector does not have "
+    with pytest.raises(OptionError, match=r"parameters the topk selector's attention does not have "
                                           r"\(policy_proj.bias, policy_proj.weight\)"):
         build("topk", double=False).upgrade_state_dict_named(
             {k.replace("l.selector.policy_proj", "l.policy_proj"): v for k, v in state.items()

@@ -242,8 +242,8 @@ def selection_record(selection: Selection, key_padding_mask: Optional[Tensor],
         pairs_selected = chosen_rows.sum()
 
     keep = selection.keep
-    if keep is None:
-        row_count = chosen_rows
+    if keep is None or (keep is selection.selected and not keep.requires_grad):
+        row_count = chosen_rows  # (the 0/1 selection counted above)
     else:
         if not (grad and rate_gradient):
             keep = keep.detach()

@@ -3,11 +3,11 @@ options in one parser whatever the order of the table (two variants share SSAN's
 each encoder-only choice parses."""
 
 import argparse
+import dataclasses
 import itertools
 
 import pytest
 
-from ssan_plugin.models import variants
 from ssan_plugin.models.variants import ENCODER_VARIANTS, add_encoder_args
 
 
@@ -35,10 +35,20 @@ def test_the_order_of_the_variant_table_does_not_matter(order):
     assert parsed_defaults(order) == parsed_defaults(list(ENCODER_VARIANTS))
 
 
+def declared_defaults(variant) -> dict:
+    """{option: declared default} of every dataclass of ``variant``."""
+    return {f.name: f.default for options in variant.option_dataclasses()
+            for f in dataclasses.fields(options) if f.name != "_name"}
+
+
 def test_every_pair_of_variants_shares_options_without_conflict():
+    """Two variants in one parser, in either order: each gets every option it declares, at its
+    declared default (a shared dataclass, SSAN's, is added once)."""
     for a, b in itertools.permutations([n for n, v in ENCODER_VARIANTS.items() if v], 2):
         parser = argparse.ArgumentParser()
         for name in (a, b):
             ENCODER_VARIANTS[name].add_variant_args(parser)
-        assert parser.parse_args([]) is not None
-    assert variants.ENCODER_VARIANTS is ENCODER_VARIANTS
+        parsed = vars(parser.parse_args([]))
+        for name in (a, b):
+            for option, default in declared_defaults(ENCODER_VARIANTS[name]).items():
+                assert parsed[option] == default, (a, b, option)

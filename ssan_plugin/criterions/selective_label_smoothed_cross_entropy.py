@@ -2,7 +2,7 @@
 
 Label-smoothed cross-entropy (fairseq's), plus what the model's selection records ask for
 (``extra["selection_stats"]``, a list of modules.selection.SelectionStats, one per selective
-layer; empty for fairseq's Transformer, DiSAN and Bi-BloSAN):
+layer, encoder and decoder sites alike; empty for fairseq's Transformer, DiSAN and Bi-BloSAN):
 
     loss = CE_sum + sample_size * sum_layers(select_scale * S_l + nce_scale * N_l)
                   + sample_size * policy_weight * PG                (REINFORCE, see below)
@@ -23,7 +23,8 @@ fraction of its token slots averaged over the sampling layers:
 
 During a sampler warm-up PG is 0 * log pi (the samplers stay in the graph for DDP). ``loss`` in
 the logs includes the regularisers and excludes PG. Logged: ``sel_L`` (pair selection rate of
-layer L), ``sel``, ``pol_ent`` (mean policy entropy, nats), ``ssan_reg``; for token selectors
+layer L; L is "3" for encoder layer 3, "dec3" / "cross3" for decoder layer 3's self / cross
+attention), ``sel`` (over every selective layer), ``pol_ent`` (mean policy entropy, nats), ``ssan_reg``; for token selectors
 ``resa_head_L``, ``resa_dep_L`` (token rates); with REINFORCE ``resa_pg``, ``resa_reward``,
 ``resa_msq_raw`` = mean R^2, ``resa_msq_adv`` = mean A^2 and their ratio ``resa_var_ratio``
 (below 1: the variance the baseline saves).
@@ -49,7 +50,8 @@ from fairseq.dataclass import ChoiceEnum
 from omegaconf import II
 from torch import Tensor
 
-from ..modules.selection import SelectionReporter, SelectionRequest, SelectionStats, request_selection
+from ..modules.selection import (SelectionReporter, SelectionRequest, SelectionStats, label_order,
+                                 request_selection)
 from ..errors import OptionError
 
 PENALTY_FORMS = ("rate", "count")
@@ -159,8 +161,8 @@ class SelectiveLabelSmoothedCrossEntropyCriterion(LabelSmoothedCrossEntropyCrite
         self.reward_loss = str(resa_reward_loss)
         self.running_baseline: Optional[float] = None
         self._model_checked = False
-        # {layer index: token selector?} of the model's selective layers (check_model)
-        self._selective_layers: Dict[int, bool] = {}
+        # {layer label: token selector?} of the model's selective layers (check_model)
+        self._selective_layers: Dict[str, bool] = {}
 
     # -- the pieces of forward ----------------------------------------------------------------
 
@@ -178,10 +180,10 @@ class SelectiveLabelSmoothedCrossEntropyCriterion(LabelSmoothedCrossEntropyCrite
         request_selection(model, SelectionRequest(statistics=True,
                                                   rate_gradient=bool(self.select_scale),
                                                   entropy_gradient=bool(self.nce_scale)))
-        self._selective_layers = {
-            index: attention.token_selector for encoder in model.modules()
-            if callable(getattr(encoder, "selective_layers", None))
-            for index, attention in encoder.selective_layers().items()}
+        self._selective_layers = {  # (an encoder's keys are its layer indices, a decoder's labels)
+            str(label): attention.token_selector for part in model.modules()
+            if callable(getattr(part, "selective_layers", None))
+            for label, attention in part.selective_layers().items()}
         self._model_checked = True
 
     @staticmethod
@@ -298,7 +300,7 @@ class SelectiveLabelSmoothedCrossEntropyCriterion(LabelSmoothedCrossEntropyCrite
                 keys += ["resa_head_selected", "resa_dep_selected", "resa_tokens"]
             out.update({f"{key}_{i}": 0.0 for key in keys})
         for record in records:
-            i = record.layer
+            i = record.label
             out[f"sel_selected_{i}"] = utils.item(record.pairs_selected)
             out[f"sel_pairs_{i}"] = utils.item(record.pairs_possible)
             out[f"sel_entropy_{i}"] = utils.item(record.entropy_sum)
@@ -321,8 +323,8 @@ class SelectiveLabelSmoothedCrossEntropyCriterion(LabelSmoothedCrossEntropyCrite
         if reg and sample_size:
             metrics.log_scalar("ssan_reg", reg / sample_size, sample_size, round=4)
 
-        layers = sorted({int(k.rsplit("_", 1)[1]) for log in logging_outputs for k in log
-                         if k.startswith("sel_pairs_")})
+        layers = sorted({k.rsplit("_", 1)[1] for log in logging_outputs for k in log
+                         if k.startswith("sel_pairs_")}, key=label_order)
         all_selected = all_pairs = all_entropy = all_decisions = 0.0
         for i in layers:
             selected, pairs = total(f"sel_selected_{i}"), total(f"sel_pairs_{i}")

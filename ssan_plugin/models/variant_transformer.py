@@ -13,7 +13,9 @@ embeddings, shapes, the other layers) is fairseq's. A variant declares, once:
 :func:`register_variant_architectures` registers the variant's architectures from one table of
 fairseq shapes. The encoder returns, in ``encoder_out["selection_stats"]``, the list of
 :class:`~ssan_plugin.modules.selection.SelectionStats` records of its selective layers (layer
-order); the model copies the list into ``extra["selection_stats"]`` for the criterion.
+order); the model copies the list into ``extra["selection_stats"]`` for the criterion, followed
+by the records of a decoder whose attention selects too (``decoder_attention_builders``:
+:class:`VariantTransformerDecoder`, decoder self-attention then cross attention per layer).
 """
 
 import dataclasses
@@ -25,13 +27,16 @@ from fairseq.dataclass.utils import gen_parser_from_dataclass
 from fairseq.distributed import fsdp_wrap
 from fairseq.models import register_model_architecture
 from fairseq.models.transformer import TransformerConfig
+from fairseq.models.transformer.transformer_decoder import TransformerDecoder
 from fairseq.models.transformer.transformer_encoder import TransformerEncoderBase
 from fairseq.models.transformer.transformer_legacy import TransformerModel
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
 
 from ..modules import AttentionVariantEncoderLayer
-from ..modules.selection import SelectionReporter, SelectionStats, no_selection_statistics
+from ..modules.decoder_layer import AttentionVariantDecoderLayer, DecoderAttentionBuilder
+from ..modules.selection import (SelectionReporter, SelectionStats, layer_label,
+                                 no_selection_statistics)
 from ..errors import OptionError
 
 # build_attention(layer_index, embed_dim, cfg) -> the self-attention module of that layer
@@ -73,7 +78,7 @@ def add_options_once(parser, options: type) -> None:
 
 
 def wrap_encoder_layer(layer: nn.Module, cfg: TransformerConfig) -> nn.Module:
-    """fairseq's own wrapping of an encoder layer (TransformerEncoderBase.build_encoder_layer):
+    """fairseq's own wrapping of an encoder or decoder layer (``build_encoder_layer``):
     activation checkpointing with ``--checkpoint-activations``, then FSDP where it is active."""
     checkpoint = cfg.checkpoint_activations
     if checkpoint:
@@ -144,6 +149,74 @@ class VariantTransformerEncoder(TransformerEncoderBase):
         return records
 
 
+class VariantTransformerDecoder(TransformerDecoder):
+    """fairseq's Transformer decoder whose layers build their decoder self-attention with
+    ``build_self`` and their encoder-decoder attention with ``build_cross`` (None: fairseq's),
+    each called as build(layer_index, embed_dim, cfg). Its selective attentions report records
+    as the encoder's do (site ``decoder`` / ``cross``); a decoding step reports none."""
+
+    def __init__(self, args, dictionary, embed_tokens, build_self: Optional[LayerAttentionBuilder],
+                 build_cross: Optional[LayerAttentionBuilder], no_encoder_attn: bool = False):
+        self.site_builders = {"decoder": build_self, "cross": build_cross}
+        self._next_layer = 0
+        super().__init__(args, dictionary, embed_tokens, no_encoder_attn=no_encoder_attn)
+
+    def build_decoder_layer(self, cfg, no_encoder_attn=False):
+        cfg = TransformerConfig.from_namespace(cfg)
+        index, self._next_layer = self._next_layer, self._next_layer + 1
+
+        def at(site: str) -> DecoderAttentionBuilder:
+            build = self.site_builders[site]
+            return None if build is None else (lambda embed_dim, cfg: build(index, embed_dim, cfg))
+
+        layer = AttentionVariantDecoderLayer(cfg, at("decoder"), at("cross"), no_encoder_attn)
+        return wrap_encoder_layer(layer, cfg)
+
+    def site_attentions(self):
+        """[(layer index, site, attention)] of every layer's selective attentions, in layer
+        order, decoder self-attention before cross attention. Indexing the layers, not
+        iterating: LayerDropModuleList's iterator drops."""
+        found = []
+        for index in range(len(self.layers)):
+            layer = self.layers[index]
+            for site, attention in (("decoder", layer.self_attn), ("cross", layer.encoder_attn)):
+                if isinstance(attention, SelectionReporter):
+                    found.append((index, site, attention))
+        return found
+
+    def selective_layers(self) -> Dict[str, SelectionReporter]:
+        """{layer label ("dec3", "cross3"): its selective attention}."""
+        return {layer_label(site, index): attention for index, site, attention in self.site_attentions()}
+
+    def forward(self, prev_output_tokens, encoder_out=None, incremental_state=None, **kwargs):
+        if incremental_state is not None:  # a decoding step: nothing reads its records
+            with no_selection_statistics(self):
+                return super().forward(prev_output_tokens, encoder_out=encoder_out,
+                                       incremental_state=incremental_state, **kwargs)
+        self.take_selection_stats()  # stale records (an activation-checkpointing recomputation)
+        pads = prev_output_tokens.eq(self.padding_idx)
+        attentions = self.site_attentions()
+        for _, _, attention in attentions:  # the statistics' pad queries
+            attention.query_padding_mask = pads if bool(pads.any()) else None
+        try:
+            x, extra = super().forward(prev_output_tokens, encoder_out=encoder_out, **kwargs)
+        finally:
+            for _, _, attention in attentions:
+                attention.query_padding_mask = None
+        extra["selection_stats"] = self.take_selection_stats()
+        return x, extra
+
+    def take_selection_stats(self) -> List[SelectionStats]:
+        """The records of this forward's selective attentions (see ``site_attentions``)."""
+        records = []
+        for index, site, attention in self.site_attentions():
+            record = attention.pop_selection()
+            if record is not None:
+                record.layer, record.site = index, site
+                records.append(record)
+        return records
+
+
 class VariantTransformerModel(TransformerModel, metaclass=ABCMeta):
     """Subclasses set ``options`` and ``layers_option`` and implement
     ``build_variant_attention``; see the module docstring."""
@@ -208,6 +281,21 @@ class VariantTransformerModel(TransformerModel, metaclass=ABCMeta):
     def build_encoder(cls, args, src_dict, embed_tokens):
         return cls.build_variant_encoder(args, src_dict, embed_tokens)
 
+    @classmethod
+    def decoder_attention_builders(cls, args) -> Dict[str, Optional[LayerAttentionBuilder]]:
+        """{"decoder": builder or None, "cross": builder or None}: the decoder's attentions of a
+        variant that selects there too; default none (fairseq's decoder itself)."""
+        return {"decoder": None, "cross": None}
+
+    @classmethod
+    def build_decoder(cls, args, tgt_dict, embed_tokens):
+        builders = cls.decoder_attention_builders(args)
+        if builders["decoder"] is None and builders["cross"] is None:
+            return super().build_decoder(args, tgt_dict, embed_tokens)
+        return VariantTransformerDecoder(args, tgt_dict, embed_tokens, builders["decoder"],
+                                         builders["cross"],
+                                         no_encoder_attn=getattr(args, "no_cross_attention", False))
+
     def forward(
         self,
         src_tokens,
@@ -218,7 +306,8 @@ class VariantTransformerModel(TransformerModel, metaclass=ABCMeta):
         alignment_layer: Optional[int] = None,
         alignment_heads: Optional[int] = None,
     ):
-        """fairseq's forward; ``extra["selection_stats"]``: the encoder's records."""
+        """fairseq's forward; ``extra["selection_stats"]``: the encoder's records, then the
+        decoder's."""
         encoder_out = self.encoder(
             src_tokens, src_lengths=src_lengths, return_all_hiddens=return_all_hiddens
         )
@@ -231,7 +320,7 @@ class VariantTransformerModel(TransformerModel, metaclass=ABCMeta):
             src_lengths=src_lengths,
             return_all_hiddens=return_all_hiddens,
         )
-        extra["selection_stats"] = encoder_out["selection_stats"]
+        extra["selection_stats"] = encoder_out["selection_stats"] + extra.get("selection_stats", [])
         return x, extra
 
 

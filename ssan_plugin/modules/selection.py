@@ -52,7 +52,9 @@ class SelectionStats:
     For analysis, when the module's ``keep_selection`` is True:
         selection: the 0/1 selection, bool; (B, h, T, S) for pair selectors, (B, 2, T) for
             token selectors (row 0: queries/heads, row 1: keys/dependents).
-    layer: 0-based encoder layer index, set by the encoder.
+    layer: 0-based layer index, set by the encoder or decoder; site: "encoder", "decoder"
+        (decoder self-attention) or "cross" (encoder-decoder attention); ``label`` names both
+        ("3", "dec3", "cross3") in logs and analysis.
     """
 
     pairs_selected: Tensor
@@ -70,6 +72,11 @@ class SelectionStats:
     in_warmup: bool = False
     selection: Optional[Tensor] = None
     layer: int = -1
+    site: str = "encoder"
+
+    @property
+    def label(self) -> str:
+        return layer_label(self.site, self.layer)
 
     def regulariser(self, form: str) -> Tensor:
         """The ``--select-scale`` term of this layer: ``pair_rate`` or ``pair_count``."""
@@ -78,6 +85,24 @@ class SelectionStats:
         if form == "count":
             return self.pair_count
         raise ValueError(f"selection regulariser form must be 'rate' or 'count', got {form!r}")
+
+
+#: the prefix of each site's layer labels (the encoder's labels are its layer indices alone, as
+#: they were before decoder selection)
+SITE_PREFIX = {"encoder": "", "decoder": "dec", "cross": "cross"}
+
+
+def layer_label(site: str, layer: int) -> str:
+    """A selective layer's name in logs and analysis: "3" (encoder), "dec3", "cross3"."""
+    return f"{SITE_PREFIX[site]}{layer}"
+
+
+def label_order(label: str):
+    """Sort key of layer labels: encoder, decoder, cross, each by index."""
+    for order, prefix in enumerate(SITE_PREFIX.values()):
+        if label.startswith(prefix) and label[len(prefix):].isdigit():
+            return (order, int(label[len(prefix):]))
+    raise ValueError(f"not a layer label: {label!r}")
 
 
 # Records travel in the model's output. torch DDP with find_unused_parameters passes every

@@ -13,7 +13,9 @@ section 1), for a selection A in [0, 1] (0/1 for hard selection):
   checks against it on the same noise (tests/unit/modules/selectors/test_fast_paths.py).
 
 Shapes follow fairseq: attention tensors are (B, h, T, S), T queries and S keys;
-``key_padding_mask`` is (B, S), True at pads, or None when the batch has no pad.
+``key_padding_mask`` holds the keys each query may not use, True there: fairseq's (B, S) pad
+mask, or a mask broadcastable to (B, 1, T, S) (pads, and for decoder self-attention the future:
+:func:`hidden_keys`), or None when every key is visible.
 """
 
 import math
@@ -36,6 +38,20 @@ STRAIGHT_THROUGH_EXP_CAP = 10.0
 #: then selective_softmax, autograd through both), ``torch`` (torch operations in one autograd
 #: Function), ``native`` (the fused C kernel of native.py), or ``auto`` (resolve_kernel)
 KERNELS = ("auto", "reference", "torch", "native")
+
+
+def hidden_keys(key_padding_mask: Optional[Tensor]) -> Optional[Tensor]:
+    """The keys no query may use as a bool mask broadcastable to (B, h, T, S): fairseq's (B, S)
+    pad mask viewed (B, 1, 1, S); a 4-D mask ((B or 1, 1, T or 1, S): pads and the future of a
+    causal site) as it is; None stays None."""
+    if key_padding_mask is None:
+        return None
+    if key_padding_mask.dim() == 2:
+        key_padding_mask = key_padding_mask.view(key_padding_mask.size(0), 1, 1, -1)
+    elif key_padding_mask.dim() != 4:
+        raise ValueError(f"a key mask is (B, S) or broadcastable to (B, 1, T, S), got shape "
+                         f"{tuple(key_padding_mask.shape)}")
+    return key_padding_mask.to(torch.bool)
 
 
 def check_kernel(kernel: str) -> str:
@@ -135,7 +151,8 @@ def selective_softmax(
         logits: E, (B, h, T, S), any float dtype (computed in float32).
         select: A, (B, h, T, S), values in [0, 1]; may carry gradients (straight-through or
             soft selection). A key with A_ij == 0 is discarded.
-        key_padding_mask: (B, S) bool, True at pads, or None.
+        key_padding_mask: bool, True at the keys a query may not use ((B, S) pads, or a mask
+            broadcastable to (B, 1, T, S): hidden_keys), or None.
         straight_through_cap: the gradient reaching A_ij of a discarded key uses
             exp(min(E_ij - m_i, cap)) (docs/design.md 1.4); values never depend on it.
 
@@ -146,10 +163,7 @@ def selective_softmax(
         taken as 1 (with the shift at the row maximum over all keys), which keeps the
         straight-through gradient of its selection bounded.
     """
-    pad = None
-    if key_padding_mask is not None:
-        pad = key_padding_mask.view(key_padding_mask.size(0), 1, 1, -1).to(torch.bool)
-    return _SelectiveSoftmax.apply(logits.float(), select.float(), pad,
+    return _SelectiveSoftmax.apply(logits.float(), select.float(), hidden_keys(key_padding_mask),
                                    check_cap(straight_through_cap))
 
 
@@ -234,11 +248,13 @@ def sampled_selective_softmax(logits: Tensor, policy_logits: Tensor, tau: float,
     if kernel == "reference":  # the definition: the sample, then the weighting, autograd through both
         select = sample_selection(policy_logits.float(), tau, "hard", True, noise)
         if key_padding_mask is not None:
-            select = select.masked_fill(key_padding_mask.view(select.size(0), 1, 1, -1), 0.0)
+            select = select.masked_fill(hidden_keys(key_padding_mask), 0.0)
         out = selective_softmax(logits, select, key_padding_mask, straight_through_cap)
         if not select_grad:
             select = select.detach() > 0
         return (out, select, None) if row_entropy else (out, select)
+    if kernel == "native" and key_padding_mask is not None and key_padding_mask.dim() != 2:
+        kernel = "torch"  # the C kernel takes a (B, S) pad mask; a causal mask runs in torch
     if kernel == "native":
         from .native import NativeSampledSelectiveSoftmax
 
@@ -246,9 +262,7 @@ def sampled_selective_softmax(logits: Tensor, policy_logits: Tensor, tau: float,
             logits.float(), policy_logits.float(), noise, key_padding_mask, float(tau),
             bool(select_grad), check_cap(straight_through_cap), bool(row_entropy))
         return (out, select, entropy) if row_entropy else (out, select)
-    pad = None
-    if key_padding_mask is not None:
-        pad = key_padding_mask.view(key_padding_mask.size(0), 1, 1, -1).to(torch.bool)
+    pad = hidden_keys(key_padding_mask)
     policy_logits = policy_logits.float()
     noise = logistic_noise_like(policy_logits) if noise is None else noise.float().clone()
     out, select = _SampledSelectiveSoftmax.apply(logits.float(), policy_logits, noise, pad,

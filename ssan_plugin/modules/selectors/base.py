@@ -1,13 +1,20 @@
 """The selector contract: which keys each query attends to, and with which weights.
 
-A selector decides, per attention head and (query, key) pair of encoder self-attention, how
-much of the softmax each key gets. Shapes (fairseq's):
+A selector decides, per attention head and (query, key) pair, how much of the softmax each key
+gets, at one of three **sites** (:data:`SITES`): ``encoder`` self-attention, ``decoder``
+self-attention (causal) and ``cross`` (encoder-decoder) attention. Shapes (fairseq's):
 
 - ``logits``: E = (q / sqrt(d)) k^T (+ fairseq's additive ``attn_mask``), (B, h, T, S), T
-  queries, S keys (S == T), float32 whatever the input dtype (float64 for float64 inputs);
-- ``key_padding_mask``: bool (B, S), True at pads, or None when the batch has no pad;
+  queries, S keys, float32 whatever the input dtype (float64 for float64 inputs);
+- ``key_padding_mask``: bool, True at the keys a query may not use: (B, S) pads, or for the
+  decoder site a mask broadcastable to (B, 1, T, S) that also hides each query's future
+  (``selective_weights.hidden_keys`` views either as 4-D); None when every key is visible.
+  A selector never gives a hidden key weight, and counts and ranks only the visible ones;
 - ``query``: the layer's input to the attention, T x B x C (after the layer norm of a pre-norm
-  layer), for selectors whose decision reads the tokens themselves (SSAN's policy, the gate).
+  layer), for selectors whose decision reads the tokens themselves (SSAN's policy, the gate);
+- ``site``: a :class:`SiteContext`: the site, the keys' own input (or the per-key state the
+  selector computed from it, cached while decoding step by step) and every query's and key's
+  position in its sentence. ``None``: encoder self-attention of ``query`` over itself.
 
 A selector's decision is written once, in plain torch, as :meth:`Selector.reference`: it returns
 a :class:`Selection` (the attention weights, the relaxed selection behind ``--select-scale``,
@@ -62,7 +69,7 @@ from ..selection import (
     binary_entropy_from_logits,
     binary_entropy_value,
 )
-from ..selective_weights import entropy_sum_no_grad
+from ..selective_weights import entropy_sum_no_grad, hidden_keys
 from ...errors import OptionError
 
 logger = logging.getLogger(__name__)
@@ -98,6 +105,52 @@ class Selection:
     row_entropy: Optional[Tensor] = None
 
 
+#: where attention selects: encoder self-attention, decoder self-attention (causal: a query
+#: never sees a later key) and encoder-decoder ("cross") attention
+SITES = ("encoder", "decoder", "cross")
+
+
+def sentence_positions(key_padding_mask: Optional[Tensor], length: int, device) -> Tensor:
+    """(B or 1, length) long: each token's position in its own sentence, counted from its first
+    non-pad token (fairseq pads sources on the left); pads hold their neighbour's position."""
+    if key_padding_mask is None:
+        return torch.arange(length, device=device).unsqueeze(0)
+    return ((~key_padding_mask).cumsum(-1) - 1).clamp_min(0)
+
+
+@dataclass
+class SiteContext:
+    """What a selector may read besides the logits: where it attends and which keys it sees.
+
+    site: one of SITES.
+    key: S x B x C, the keys' input (the query itself in self-attention, the encoder output at
+        the cross site); None when ``key_state`` holds what the selector needs of every key.
+    key_state: the selector's :meth:`Selector.key_state` of every key, kept by the attention
+        module across decoding steps (None: not computed yet, or the selector keeps none).
+    query_positions / key_positions: (B or 1, T) / (B or 1, S) long, positions in the
+        sentence (source positions from the first non-pad token; target positions from 0, a
+        decoding step's query at the number of tokens before it).
+    """
+
+    site: str
+    key: Optional[Tensor]
+    query_positions: Tensor
+    key_positions: Tensor
+    key_state: Optional[Tensor] = None
+
+    @classmethod
+    def encoder(cls, query: Tensor, key_padding_mask: Optional[Tensor]) -> "SiteContext":
+        """Encoder self-attention of ``query`` (T x B x C) over itself."""
+        if key_padding_mask is not None and key_padding_mask.dim() != 2:
+            raise ValueError("encoder self-attention takes a (B, S) pad mask")
+        positions = sentence_positions(key_padding_mask, query.size(0), query.device)
+        return cls("encoder", query, positions, positions)
+
+    @property
+    def self_attention(self) -> bool:
+        return self.site != "cross"
+
+
 class Selector(nn.Module):
     """Base of every selector; see the module docstring.
 
@@ -111,6 +164,10 @@ class Selector(nn.Module):
     exercises it, for the tests that run every selector; its options' defaults otherwise),
     ``samples`` (whether training draws random noise: two ranks, or two runs with other seeds,
     then select differently).
+
+    A selector is built for one site (``from_args`` reads it from ``args.selector_site``,
+    :func:`site_of`); a selector that reads the keys' input (SSAN's K_p) computes what it needs
+    of each key once in :meth:`key_state`, which the attention module keeps while decoding.
     """
 
     name: ClassVar[str]
@@ -131,17 +188,27 @@ class Selector(nn.Module):
 
     @classmethod
     def build_attention(cls, args, embed_dim: int, num_heads: int, dropout: float = 0.0,
-                        q_noise: float = 0.0, qn_block_size: int = 8) -> "SelectorMultiheadAttention":
-        """The self-attention module of one encoder layer: :class:`SelectorMultiheadAttention`
-        around ``from_args``."""
+                        q_noise: float = 0.0, qn_block_size: int = 8, site: str = "encoder",
+                        kdim: Optional[int] = None) -> "SelectorMultiheadAttention":
+        """The attention module of one layer at ``site``: :class:`SelectorMultiheadAttention`
+        around ``from_args`` (``kdim``: the keys' width at the cross site)."""
+        if site_of(args) != site:
+            raise ValueError(f"{cls.name}: args are for the {site_of(args)} site, not {site}")
         return SelectorMultiheadAttention(embed_dim, num_heads, cls.from_args(args, embed_dim, num_heads),
                                           dropout=dropout, q_noise=q_noise,
-                                          qn_block_size=qn_block_size)
+                                          qn_block_size=qn_block_size, site=site, kdim=kdim)
 
     @classmethod
     def layer_kind(cls) -> str:
         """The analysis tools' name of this selector's layers."""
         return cls.kind or cls.name
+
+    def key_state(self, key: Tensor) -> Optional[Tensor]:
+        """What this selector needs of each key, from the keys' input ``key`` (S x B x C), as a
+        tensor whose first dimension is the batch (B, ...): the attention module appends a
+        decoding step's to the earlier steps' (dimension 2) and reorders it with the beam.
+        Default None: the selector reads nothing of the keys but the logits and positions."""
+        return None
 
     def learnt_values(self) -> Dict[str, List[float]]:
         """Learnt per-head quantities a reader wants beside the selection rates, as
@@ -150,35 +217,40 @@ class Selector(nn.Module):
         return {}
 
     def reference(self, logits: Tensor, key_padding_mask: Optional[Tensor], query: Tensor,
-                  rate_gradient: bool = True, noise: Optional[Tensor] = None) -> Selection:
+                  rate_gradient: bool = True, noise: Optional[Tensor] = None,
+                  site: Optional[SiteContext] = None) -> Selection:
         """The selection of one forward pass, in plain torch: the definition (shapes in the
         module docstring). ``logits`` may be read but not modified in place. ``rate_gradient``:
         whether ``keep`` should carry its gradient (the criterion weights the rate); a selector
         may skip that work when False. ``noise``: for a sampling selector, the logistic noise of
-        its training sample, broadcastable to (B, h, T, S) (tests; drawn when None)."""
+        its training sample, broadcastable to (B, h, T, S) (tests; drawn when None). ``site``:
+        see :class:`SiteContext` (None: encoder self-attention, ``SiteContext.encoder``)."""
         raise NotImplementedError
 
     def forward(self, logits: Tensor, key_padding_mask: Optional[Tensor], query: Tensor,
-                rate_gradient: bool = True, row_entropy: bool = False) -> Selection:
+                rate_gradient: bool = True, row_entropy: bool = False,
+                site: Optional[SiteContext] = None) -> Selection:
         """The selection that runs: the reference, unless the selector dispatches to one of its
         fast paths. ``row_entropy``: the statistics would like ``Selection.row_entropy`` if a
         fast path computes it on the way."""
-        return self.reference(logits, key_padding_mask, query, rate_gradient)
+        return self.reference(logits, key_padding_mask, query, rate_gradient, site=site)
 
     def fast_path(self, path: str, logits: Tensor, key_padding_mask: Optional[Tensor], query: Tensor,
                   rate_gradient: bool = True, noise: Optional[Tensor] = None,
-                  row_entropy: bool = False) -> Selection:
+                  row_entropy: bool = False, site: Optional[SiteContext] = None) -> Selection:
         """Fast path ``path`` (one of ``fast_paths``): the reference's selection, faster."""
         raise ValueError(f"selector {self.name!r} has no fast path {path!r} (it has: "
                          f"{', '.join(self.fast_paths) or 'none'})")
 
-    def evaluation_mask(self, key_padding_mask: Optional[Tensor], query: Tensor,
-                        keep_logits: bool) -> Optional[Tuple[Tensor, Optional[Tensor]]]:
+    def evaluation_mask(self, key_padding_mask: Optional[Tensor], query: Tensor, keep_logits: bool,
+                        site: Optional[SiteContext] = None
+                        ) -> Optional[Tuple[Tensor, Optional[Tensor]]]:
         """In evaluation, for a selector whose weights are the softmax over a set of keys that
         does not depend on the logits (an empty set: a zero row): (mask, decision_logits), the
-        mask additive, (B, h, T, S) in float32, 0 at the selected non-pad pairs and -inf
-        elsewhere (pad keys included); ``decision_logits`` as ``Selection``'s when
-        ``keep_logits`` (the record reads them), else None. Default None: no such path."""
+        mask additive, broadcastable to (B, h, T, S), float32, 0 at the selected visible pairs
+        and -inf elsewhere (hidden keys included); ``decision_logits`` as ``Selection``'s when
+        ``keep_logits`` (the record reads them), else None. ``key_padding_mask`` is (B, S) pads
+        here: the module adds a causal site's future itself. Default None: no such path."""
         return None
 
 
@@ -197,19 +269,39 @@ def normalisation_dtype(t: Tensor) -> Tensor:
     return t if t.dtype == torch.float64 else t.float()
 
 
+def site_of(args) -> str:
+    """The site a selector is built for: ``args.selector_site`` (set per site by the model;
+    encoder self-attention where it is absent)."""
+    site = getattr(args, "selector_site", None) or "encoder"
+    if site not in SITES:
+        raise ValueError(f"selector site must be one of {', '.join(SITES)}, got {site!r}")
+    return site
+
+
+def site_position_limits(args) -> Tuple[int, int]:
+    """(query positions, key positions) of the site's sentences: the source's for the encoder,
+    the target's for the decoder, (target, source) for the cross site."""
+    site = site_of(args)
+    source, target = int(args.max_source_positions), int(getattr(args, "max_target_positions", 0) or 0)
+    return {"encoder": (source, source), "decoder": (target, target), "cross": (target, source)}[site]
+
+
 def masked_softmax(logits: Tensor, key_padding_mask: Optional[Tensor]) -> Tensor:
-    """Softmax over the non-pad keys, (B, h, T, S): fairseq's own attention weights."""
-    if key_padding_mask is not None:
-        bsz, src_len = key_padding_mask.shape
-        logits = logits.masked_fill(key_padding_mask.view(bsz, 1, 1, src_len), float("-inf"))
+    """Softmax over the visible keys, (B, h, T, S): fairseq's own attention weights."""
+    hidden = hidden_keys(key_padding_mask)
+    if hidden is not None:
+        logits = logits.masked_fill(hidden, float("-inf"))
     return torch.softmax(normalisation_dtype(logits), dim=-1)
 
 
 def selection_record(selection: Selection, key_padding_mask: Optional[Tensor],
                      shape: Tuple[int, int, int, int], rate_gradient: bool,
-                     entropy_gradient: bool, keep_selection: bool) -> SelectionStats:
-    """The record of one forward over non-pad (query, key) pairs, all heads (module docstring),
-    for every selector. ``shape``: (B, h, T, S); ``rate_gradient`` / ``entropy_gradient``:
+                     entropy_gradient: bool, keep_selection: bool,
+                     query_padding_mask: Optional[Tensor] = None) -> SelectionStats:
+    """The record of one forward over the visible (query, key) pairs of real queries, all heads
+    (module docstring), for every selector. ``key_padding_mask``: the hidden keys as the
+    selector got them ((B, S) or 4-D); ``query_padding_mask``: (B, T) pad queries, None when
+    every query is real; ``shape``: (B, h, T, S); ``rate_gradient`` / ``entropy_gradient``:
     whether ``pair_rate`` / ``neg_entropy`` keep their gradients (when autograd records);
     ``keep_selection``: put the selected pairs in the record. A sentence made only of pads
     contributes nothing (its denominators are clamped)."""
@@ -217,16 +309,16 @@ def selection_record(selection: Selection, key_padding_mask: Optional[Tensor],
     reference = selection.probs if selection.probs is not None else selection.decision_logits
     dtype = torch.float64 if reference is not None and reference.dtype == torch.float64 else torch.float32
     device = reference.device if reference is not None else selection.selected.device
-    if key_padding_mask is None:
-        valid = torch.ones(bsz, src_len, dtype=dtype, device=device)
+    hidden = hidden_keys(key_padding_mask)
+    key_w = (torch.ones((1, 1, 1, src_len), dtype=dtype, device=device) if hidden is None
+             else (~hidden).to(dtype))  # (B or 1, 1, T or 1, S)
+    if query_padding_mask is None:
+        query_w = torch.ones((bsz, 1, tgt_len), dtype=dtype, device=device)
     else:
-        valid = (~key_padding_mask.to(torch.bool)).to(dtype)
-    # self-attention: queries and keys are the same positions
-    n_keys = valid.sum(-1).clamp_min(1.0)  # (B,)
-    n_queries = valid.sum().clamp_min(1.0)
-    key_w = valid.view(bsz, 1, 1, src_len)
-    query_w = valid.view(bsz, 1, tgt_len)
+        query_w = (~query_padding_mask.to(torch.bool)).to(dtype).view(bsz, 1, tgt_len)
     pair_w = key_w * query_w.unsqueeze(-1)  # (B, 1, T, S)
+    n_keys = key_w.sum(-1).clamp_min(1.0)  # visible keys of each query, (B or 1, 1, T or 1)
+    n_queries = query_w.sum().clamp_min(1.0)
     n_pairs = pair_w.sum() * h
     grad = torch.is_grad_enabled()
 
@@ -251,7 +343,7 @@ def selection_record(selection: Selection, key_padding_mask: Optional[Tensor],
         if row_count.shape != (bsz, h, tgt_len):
             row_count = row_count.expand(bsz, h, tgt_len)
     pair_count = (row_count * query_w).sum() / n_queries
-    pair_rate = (row_count / n_keys.view(bsz, 1, 1) * query_w).sum() / n_queries
+    pair_rate = (row_count / n_keys * query_w).sum() / n_queries
 
     logits = selection.decision_logits
     if logits is None:
@@ -282,28 +374,53 @@ def selection_record(selection: Selection, key_padding_mask: Optional[Tensor],
 
 
 class SelectorMultiheadAttention(SelectionReporter, MultiheadAttention):
-    """fairseq's encoder self-attention whose weights a selector decides: the one attention
-    module of every selector.
+    """fairseq's attention at one site (SITES) whose weights a selector decides: the one
+    attention module of every selector.
 
-    The parameters are fairseq's self-attention's (q/k/v/out projections, same names, so a plain
+    The parameters are fairseq's attention's (q/k/v/out projections, same names, so a plain
     Transformer checkpoint loads into it) plus the selector's, under ``selector.``. Per forward:
     in evaluation, without weights asked for, the selector's ``evaluation_mask`` if it has one
     and torch's fused attention over it; otherwise E = (q / sqrt(d)) k^T (+ ``attn_mask``) in
     float32, the selector's weights, attention dropout, the weighted sum of the values, the
     selector's output gate if any. Then ``out_proj``. A forward that wants statistics
     (``wants_statistics()``) reports a ``SelectionStats`` record (:func:`selection_record`).
+
+    Decoder sites decode step by step as fairseq's attention does: the incremental state keeps
+    the keys, values and pad mask of the steps so far (fairseq's ``prev_key``, ``prev_value``,
+    ``prev_key_padding_mask``) and the selector's ``key_state`` (``prev_key_state``); the cross
+    site computes them once from the encoder output (``static_kv``). The ``decoder`` site is
+    causal: query i never uses a key after it, which the module hides from the selector (and
+    the evaluation mask) whatever ``attn_mask`` says. ``query_padding_mask`` (B, T), set by the
+    decoder for a forward, tells the statistics which target queries are pads.
     """
 
     def __init__(self, embed_dim: int, num_heads: int, selector: Selector, dropout: float = 0.0,
-                 q_noise: float = 0.0, qn_block_size: int = 8):
-        super().__init__(embed_dim, num_heads, dropout=dropout, self_attention=True,
-                         q_noise=q_noise, qn_block_size=qn_block_size)
+                 q_noise: float = 0.0, qn_block_size: int = 8, site: str = "encoder",
+                 kdim: Optional[int] = None):
+        if site not in SITES:
+            raise ValueError(f"site must be one of {', '.join(SITES)}, got {site!r}")
+        cross = site == "cross"
+        super().__init__(embed_dim, num_heads, kdim=kdim if cross else None,
+                         vdim=kdim if cross else None, dropout=dropout, self_attention=not cross,
+                         encoder_decoder_attention=cross, q_noise=q_noise,
+                         qn_block_size=qn_block_size)
+        self.site = site
         self.selector = selector
         self._rate_gradient = selector.rate_has_gradient
         self._entropy_gradient = selector.entropy_has_gradient
+        self.query_padding_mask: Optional[Tensor] = None
         # which selector trained this layer travels with the checkpoint: a checkpoint loads as
         # what it is, never as another selector with fresh parameters (upgrade_state_dict_named)
         self.register_buffer("selector_name", name_tensor(selector.name))
+
+    def extra_repr(self) -> str:
+        return f"site={self.site}"
+
+    def set_beam_size(self, beam_size: int) -> None:
+        """fairseq's beamable cross attention keeps one copy of the encoder's keys per sentence
+        instead of per hypothesis; this module keeps one per hypothesis (as fairseq without
+        beamable attention does), so its cached state is reordered as any other."""
+        self.beam_size = 1
 
     # The selective criterion sets these to what its loss weights (SelectionReporter); a term
     # this selector cannot give a gradient is refused here, by name, rather than training nothing.
@@ -339,6 +456,12 @@ class SelectorMultiheadAttention(SelectionReporter, MultiheadAttention):
         bias = torch.cat([self.q_proj.bias, self.k_proj.bias, self.v_proj.bias])
         return F.linear(x, weight, bias)
 
+    def key_value_projection(self, x: Tensor) -> Tensor:
+        """k, v in one matmul: (..., kdim) -> (..., 2C)."""
+        weight = torch.cat([self.k_proj.weight, self.v_proj.weight])
+        bias = torch.cat([self.k_proj.bias, self.v_proj.bias])
+        return F.linear(x, weight, bias)
+
     def forward(
         self,
         query: Tensor,
@@ -352,37 +475,48 @@ class SelectorMultiheadAttention(SelectionReporter, MultiheadAttention):
         before_softmax: bool = False,
         need_head_weights: bool = False,
     ):
-        """Self-attention of ``query`` (T x B x C) over itself. Returns (T x B x C, weights):
-        ``weights`` is None unless ``need_weights`` (then the selector's final weights, gate
-        included, averaged over heads, (B, T, S)) or ``need_head_weights`` ((h, B, T, S))."""
-        check_encoder_self_attention_call(
-            self, query, key, value, incremental_state, static_kv, before_softmax
-        )
+        """Attention of ``query`` (T x B x C) over ``key`` (S x B x C: itself at the self sites,
+        the encoder output at the cross site). Returns (T x B x C, weights): ``weights`` is None
+        unless ``need_weights`` (then the selector's final weights, gate included, averaged over
+        heads, (B, T, S)) or ``need_head_weights`` ((h, B, T, S))."""
+        if self.site == "encoder":
+            check_encoder_self_attention_call(
+                self, query, key, value, incremental_state, static_kv, before_softmax)
+        elif before_softmax:
+            raise ValueError(f"{type(self).__name__} returns weights, not logits (before_softmax)")
         tgt_len, bsz, embed_dim = query.shape
         h, d = self.num_heads, self.head_dim
         if key_padding_mask is not None:
             key_padding_mask = key_padding_mask.to(torch.bool)
-
-        def heads(t: Tensor) -> Tensor:  # T x B x C -> (B, h, T, d)
-            return t.reshape(tgt_len, bsz, h, d).permute(1, 2, 0, 3)
-
-        q, k, v = (heads(t) for t in self.in_projection(query).split(embed_dim, dim=-1))
+        q, k, v, key_padding_mask, site = self._project(query, key, key_padding_mask, incremental_state)
+        src_len = k.size(2)
+        # keys a query may not use: pads, and at the decoder site each query's future
+        hidden = key_padding_mask
+        causal = None
+        if self.site == "decoder" and src_len > 1:
+            later = site.key_positions.view(1, 1, 1, src_len) > site.query_positions.view(-1, 1, tgt_len, 1)
+            if bool(later.any()):
+                causal = later
+                hidden = later if hidden is None else hidden.view(bsz, 1, 1, src_len) | later
         want_weights = need_weights or need_head_weights
         record = self.wants_statistics()
         masked = None
-        if not self.training and not want_weights and attn_mask is None:
-            masked = self.selector.evaluation_mask(key_padding_mask, query, keep_logits=record)
+        if not self.training and not want_weights and (attn_mask is None or causal is not None):
+            masked = self.selector.evaluation_mask(key_padding_mask, query, keep_logits=record, site=site)
         if masked is not None:
-            out, selection = self._masked_attention(q, k, v, *masked, record=record)
+            mask, decision_logits = masked
+            if causal is not None:
+                mask = mask.masked_fill(causal, float("-inf"))
+            out, selection = self._masked_attention(q, k, v, mask, decision_logits, record=record)
         else:
             logits = normalisation_dtype(torch.matmul(q * self.scaling, k.transpose(-1, -2)))  # (B, h, T, S)
             if attn_mask is not None:
                 logits = logits + attn_mask
             grad = torch.is_grad_enabled()
             selection = self.selector(
-                logits, key_padding_mask, query,
+                logits, hidden, query,
                 rate_gradient=self.training and grad and self.rate_gradient,
-                row_entropy=record and not (grad and self.entropy_gradient))
+                row_entropy=record and not (grad and self.entropy_gradient), site=site)
             del logits  # attention-sized: free it before the statistics
             probs = self.dropout_module(selection.probs.type_as(v))
             out = torch.matmul(probs, v)  # (B, h, T, d)
@@ -391,9 +525,12 @@ class SelectorMultiheadAttention(SelectionReporter, MultiheadAttention):
         out = self.out_proj(out.permute(2, 0, 1, 3).reshape(tgt_len, bsz, embed_dim))
 
         if record:
+            query_pads = key_padding_mask if self.site == "encoder" else self.query_padding_mask
+            if query_pads is not None and query_pads.shape != (bsz, tgt_len):
+                query_pads = None  # a decoding step's queries: none of them is a pad
             self.report_selection(selection_record(
-                selection, key_padding_mask, (bsz, h, tgt_len, tgt_len), self.rate_gradient,
-                self.entropy_gradient, self.keep_selection))
+                selection, hidden, (bsz, h, tgt_len, src_len), self.rate_gradient,
+                self.entropy_gradient, self.keep_selection, query_padding_mask=query_pads))
 
         weights: Optional[Tensor] = None
         if want_weights:
@@ -403,6 +540,66 @@ class SelectorMultiheadAttention(SelectionReporter, MultiheadAttention):
             weights = weights.type_as(out)
             weights = weights.transpose(0, 1) if need_head_weights else weights.mean(dim=1)
         return out, weights
+
+    def _heads(self, t: Tensor) -> Tensor:
+        """L x B x C -> (B, h, L, d)."""
+        return t.reshape(t.size(0), t.size(1), self.num_heads, self.head_dim).permute(1, 2, 0, 3)
+
+    def _project(self, query: Tensor, key: Optional[Tensor], key_padding_mask: Optional[Tensor],
+                 incremental_state):
+        """q, k, v (B, h, T|S, d), the keys' pad mask (B, S) and the SiteContext, with the
+        decoding state of the steps so far (read and written back)."""
+        tgt_len, bsz, embed_dim = query.shape
+        if self.site == "encoder":
+            q, k, v = (self._heads(t) for t in self.in_projection(query).split(embed_dim, dim=-1))
+            return q, k, v, key_padding_mask, SiteContext.encoder(query, key_padding_mask)
+        if self.site == "decoder":
+            if key is not None and key is not query:
+                raise ValueError(f"{type(self).__name__} (decoder site) is self-attention: key is "
+                                 f"query (fairseq's cross_self_attention is not supported)")
+            q, k, v = (self._heads(t) for t in self.in_projection(query).split(embed_dim, dim=-1))
+            key_state = self.selector.key_state(query)
+        else:
+            q = self._heads(self.q_proj(query))
+            k = v = key_state = None
+        saved = self._get_input_buffer(incremental_state) if incremental_state is not None else {}
+        offset = 0  # target tokens before this forward's queries (decoding step by step)
+        if self.site == "cross" and "prev_key" in saved:  # the encoder output's, from the first step
+            k, v, key_state = saved["prev_key"], saved["prev_value"], saved.get("prev_key_state")
+            key_padding_mask = saved.get("prev_key_padding_mask")
+            offset = int(saved["prev_steps"][0, 0])
+        elif self.site == "cross":
+            if key is None:
+                raise ValueError(f"{type(self).__name__} (cross site) needs the encoder output as key")
+            k, v = (self._heads(t) for t in self.key_value_projection(key).split(embed_dim, dim=-1))
+            key_state = self.selector.key_state(key)
+        elif "prev_key" in saved:  # decoder site: this step's keys after the earlier steps'
+            offset = saved["prev_key"].size(2)
+            k = torch.cat([saved["prev_key"], k], dim=2)
+            v = torch.cat([saved["prev_value"], v], dim=2)
+            if key_state is not None:
+                key_state = torch.cat([saved["prev_key_state"], key_state], dim=2)
+            key_padding_mask = MultiheadAttention._append_prev_key_padding_mask(
+                key_padding_mask, saved.get("prev_key_padding_mask"), bsz, k.size(2), False)
+            if key_padding_mask is not None:  # (fairseq's join of a mask and None is float)
+                key_padding_mask = key_padding_mask.to(torch.bool)
+        if incremental_state is not None:
+            saved = {"prev_key": k, "prev_value": v, "prev_key_padding_mask": key_padding_mask}
+            if key_state is not None:
+                saved["prev_key_state"] = key_state
+            if self.site == "cross":  # (B, 1): reordered with the beam like the rest
+                saved["prev_steps"] = torch.full((bsz, 1), offset + tgt_len, dtype=torch.long,
+                                                 device=query.device)
+            self._set_input_buffer(incremental_state, saved)
+        src_len = k.size(2)
+        if self.site == "decoder":  # target positions: token indices (fairseq pads targets right)
+            keys = torch.arange(src_len, device=query.device).unsqueeze(0)
+        else:
+            keys = sentence_positions(key_padding_mask, src_len, query.device)
+        queries = torch.arange(offset, offset + tgt_len, device=query.device).unsqueeze(0)
+        context = SiteContext(self.site, query if self.site == "decoder" else key, queries, keys,
+                              key_state=key_state)
+        return q, k, v, key_padding_mask, context
 
     def _masked_attention(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor,
                           decision_logits: Optional[Tensor], record: bool):

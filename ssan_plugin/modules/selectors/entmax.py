@@ -8,7 +8,7 @@ learns its own alpha = 1 + sigmoid(a) in (1, 2), starting at ``--entmax-alpha`` 
 parametrisation; the package's bisection gives the gradient to alpha);
 ``--entmax-fixed-alpha`` keeps ``--entmax-alpha`` for every head instead: 1.5 and 2 use the
 package's exact sort-based ``entmax15`` / ``sparsemax``, other values its bisection. Pads get
--inf logits, hence weight 0. Training and evaluation compute the same thing. A key counts as
+-inf logits, hence weight 0, and so do a decoder query's later keys. Training and evaluation compute the same thing. A key counts as
 selected when its weight is nonzero; that support has no gradient, so ``--select-scale`` /
 ``--nce-scale`` have nothing to train (refused by name).
 """
@@ -22,6 +22,7 @@ import torch.nn as nn
 from fairseq.dataclass import FairseqDataclass
 from torch import Tensor
 
+from ..selective_weights import hidden_keys
 from .base import Selection, Selector, normalisation_dtype
 from ...errors import OptionError
 
@@ -92,11 +93,11 @@ class EntmaxSelector(Selector):
     def extra_repr(self) -> str:
         return "alpha learnt per head" if self.learn_alpha else f"alpha={self.alpha:g}"
 
-    def reference(self, logits, key_padding_mask, query, rate_gradient=True, noise=None):
-        bsz, heads, _, src_len = logits.shape
+    def reference(self, logits, key_padding_mask, query, rate_gradient=True, noise=None, site=None):
+        heads = logits.size(1)
         z = normalisation_dtype(logits)
         if key_padding_mask is not None:
-            z = z.masked_fill(key_padding_mask.view(bsz, 1, 1, src_len), float("-inf"))
+            z = z.masked_fill(hidden_keys(key_padding_mask), float("-inf"))
         entmax = _entmax()
         if self.learn_alpha:
             alpha = self.head_alpha().view(1, heads, 1, 1)

@@ -51,7 +51,7 @@ class GateSelector(Selector):
     def from_args(cls, args, embed_dim, num_heads):
         return cls(embed_dim, num_heads, args.gate_init_bias)
 
-    def reference(self, logits, key_padding_mask, query, rate_gradient=True, noise=None):
+    def reference(self, logits, key_padding_mask, query, rate_gradient=True, noise=None, site=None):
         gate_logits = normalisation_dtype(self.gate_proj(query)).permute(1, 2, 0).unsqueeze(-1)  # (B, h, T, 1)
         gate = gate_logits.sigmoid()
         return Selection(masked_softmax(logits, key_padding_mask), keep=gate,

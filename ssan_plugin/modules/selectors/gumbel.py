@@ -1,8 +1,10 @@
 """``gumbel``: SSAN (docs/design.md, section 1), the selector of ``ssan_transformer``.
 
 A policy network of its own (``policy_proj``: C -> 2P, P = ``--ssan-policy-dim``, default C as
-in the paper) gives Q_p, K_p and per-head logits E_p = Q_p K_p^T over P / h dimensions a head
-(optionally / sqrt(P / h)). Reference (``reference``): training samples A = 1[E_p + L > 0] (L
+in the paper) gives Q_p (from the queries), K_p (from the keys' input: the tokens themselves in
+self-attention, the encoder output at the cross site; the selector's ``key_state``, kept while
+decoding) and per-head logits E_p = Q_p K_p^T over P / h dimensions a head (optionally
+/ sqrt(P / h)). Reference (``reference``): training samples A = 1[E_p + L > 0] (L
 logistic noise: a hard Gumbel-sigmoid sample) with the straight-through gradient of
 sigmoid((E_p + L) / tau); evaluation uses A = 1[E_p > 0]; the weights are the selective softmax
 over the selected non-pad keys (``selective_softmax``), an empty row zero. The first
@@ -29,12 +31,13 @@ from ..selective_weights import (
     KERNELS,
     check_cap,
     check_kernel,
+    hidden_keys,
     resolve_kernel,
     sample_selection,
     sampled_selective_softmax,
     selective_softmax,
 )
-from .base import Selection, Selector, normalisation_dtype
+from .base import Selection, Selector, SiteContext, normalisation_dtype
 from ...errors import OptionError
 
 
@@ -173,19 +176,29 @@ class GumbelSelector(Selector):
         """Whether this forward attends to every pair (the first ``dense_warmup`` updates)."""
         return bool(self.dense_warmup) and int(self.num_updates) < self.dense_warmup
 
-    def policy_logits(self, query: Tensor, zero_pad_keys: Optional[Tensor] = None) -> Tensor:
-        """E_p, (B, h, T, S) in float32 (float64 for float64 inputs), from the query T x B x C.
-        ``zero_pad_keys`` (B, S): K_p = 0 at those keys, so E_p = 0 there (a pass over
-        (B, h, S, P / h) instead of one over (B, h, T, S))."""
-        tgt_len, bsz, _ = query.shape
-        q_p, k_p = self.policy_proj(query).split(self.policy_dim, dim=-1)
+    def _policy_heads(self, t: Tensor) -> Tensor:
+        """L x B x P -> (B, h, L, P / h)."""
+        return t.reshape(t.size(0), t.size(1), self.num_heads, self.policy_head_dim).permute(1, 2, 0, 3)
 
-        def heads(t: Tensor) -> Tensor:  # T x B x P -> (B, h, T, P / h)
-            return t.reshape(tgt_len, bsz, self.num_heads, self.policy_head_dim).permute(1, 2, 0, 3)
+    def key_state(self, key: Tensor) -> Tensor:
+        """K_p of every key, (B, h, S, P / h), from the keys' input S x B x C."""
+        weight, bias = self.policy_proj.weight[self.policy_dim:], self.policy_proj.bias[self.policy_dim:]
+        return self._policy_heads(F.linear(key, weight, bias))
 
-        q_p, k_p = heads(q_p), heads(k_p)
+    def policy_logits(self, query: Tensor, zero_pad_keys: Optional[Tensor] = None,
+                      site: Optional[SiteContext] = None) -> Tensor:
+        """E_p, (B, h, T, S) in float32 (float64 for float64 inputs), from the query T x B x C
+        and the site's keys (``site``: None or ``key`` is ``query``: self-attention, Q_p and
+        K_p in one matmul). ``zero_pad_keys`` (B, S): K_p = 0 at those keys, so E_p = 0 there
+        (a pass over (B, h, S, P / h) instead of one over (B, h, T, S))."""
+        if site is None or (site.key_state is None and site.key is query):
+            q_p, k_p = (self._policy_heads(t) for t in self.policy_proj(query).split(self.policy_dim, dim=-1))
+        else:
+            weight, bias = self.policy_proj.weight[:self.policy_dim], self.policy_proj.bias[:self.policy_dim]
+            q_p = self._policy_heads(F.linear(query, weight, bias))
+            k_p = site.key_state if site.key_state is not None else self.key_state(site.key)
         if zero_pad_keys is not None:
-            k_p = k_p * (~zero_pad_keys).view(bsz, 1, -1, 1).to(k_p.dtype)
+            k_p = k_p * (~zero_pad_keys).view(k_p.size(0), 1, -1, 1).to(k_p.dtype)
         logits = normalisation_dtype(torch.matmul(q_p, k_p.transpose(-1, -2)))
         if self.policy_scaling != 1.0:
             logits = logits.mul_(self.policy_scaling)
@@ -198,13 +211,13 @@ class GumbelSelector(Selector):
                                   self.straight_through_cap)
         return Selection(probs, keep=every, decision_logits=policy, selected=every > 0)
 
-    def reference(self, logits, key_padding_mask, query, rate_gradient=True, noise=None):
-        policy = self.policy_logits(query)
+    def reference(self, logits, key_padding_mask, query, rate_gradient=True, noise=None, site=None):
+        policy = self.policy_logits(query, site=site)
         if self.in_dense_warmup:
             return self._dense(logits, key_padding_mask, policy)
         select = sample_selection(policy, self.tau, self.selection, self.training, noise)
         if key_padding_mask is not None:
-            select = select.masked_fill(key_padding_mask.view(select.size(0), 1, 1, -1), 0.0)
+            select = select.masked_fill(hidden_keys(key_padding_mask), 0.0)
         probs = selective_softmax(logits, select, key_padding_mask, self.straight_through_cap)
         if self.selection == "soft":  # counted as selected where sigmoid(E_p) > 0.5
             return Selection(probs, keep=select, decision_logits=policy, selected=policy > 0)
@@ -213,10 +226,10 @@ class GumbelSelector(Selector):
                          selected=chosen)
 
     def fast_path(self, path, logits, key_padding_mask, query, rate_gradient=True, noise=None,
-                  row_entropy=False):
+                  row_entropy=False, site=None):
         if path not in self.fast_paths or self.selection != "hard" or not self.training:
             return super().fast_path(path, logits, key_padding_mask, query, rate_gradient, noise)
-        policy = self.policy_logits(query)
+        policy = self.policy_logits(query, site=site)
         probs, select, *entropy = sampled_selective_softmax(
             logits, policy, self.tau, key_padding_mask, select_grad=rate_gradient, noise=noise,
             straight_through_cap=self.straight_through_cap, kernel=path, row_entropy=row_entropy)
@@ -224,19 +237,20 @@ class GumbelSelector(Selector):
         return Selection(probs, keep=select, decision_logits=policy, selected=chosen,
                          row_entropy=entropy[0] if entropy else None)
 
-    def forward(self, logits, key_padding_mask, query, rate_gradient=True, row_entropy=False):
+    def forward(self, logits, key_padding_mask, query, rate_gradient=True, row_entropy=False,
+                site=None):
         if self.selection == "hard" and self.training and not self.in_dense_warmup:
             path = resolve_kernel(self.kernel, logits.device)
             if path != "reference":
                 return self.fast_path(path, logits, key_padding_mask, query, rate_gradient,
-                                      row_entropy=row_entropy)
-        return self.reference(logits, key_padding_mask, query, rate_gradient)
+                                      row_entropy=row_entropy, site=site)
+        return self.reference(logits, key_padding_mask, query, rate_gradient, site=site)
 
-    def evaluation_mask(self, key_padding_mask, query, keep_logits):
+    def evaluation_mask(self, key_padding_mask, query, keep_logits, site=None):
         if self.selection != "hard" or self.in_dense_warmup:
             return None
         # K_p = 0 at pad keys, so E_p = 0 there, which A = 1[E_p > 0] discards
-        policy = self.policy_logits(query, zero_pad_keys=key_padding_mask)
+        policy = self.policy_logits(query, zero_pad_keys=key_padding_mask, site=site)
         # E_p where E_p > 0 and -inf elsewhere, clamped to 0 from above: two passes (in place
         # when no record reads E_p afterwards), where a boolean mask would cost a comparison here
         # and a conversion to an additive mask inside torch's fused attention

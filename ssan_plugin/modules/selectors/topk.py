@@ -1,8 +1,10 @@
 """``topk``: each query keeps its k largest attention logits (Zhao et al. 2019, Explicit Sparse
 Transformer), the softmax runs over those keys only.
 
-k is ``--topk K``: an integer K >= 1 (a sentence of n < K tokens keeps all n), or a fraction
-0 < K < 1 of each sentence's keys, k = ceil(K n) (at least one). Pads are never kept. Ties are
+k is ``--topk K``: an integer K >= 1 (a query that sees n < K keys keeps all n), or a fraction
+0 < K < 1 of the keys each query sees, k = ceil(K n) (at least one). Pads are never kept, and
+at the decoder site n counts only a query's visible keys (itself and those before it), which
+alone are ranked. Ties are
 broken deterministically: among equal logits the key of lower index is kept (a stable sort).
 Training and evaluation compute the same thing; the logits get the softmax's gradient on the
 kept keys, the choice itself none, so ``--select-scale`` / ``--nce-scale`` have nothing to train
@@ -17,7 +19,7 @@ import torch
 from fairseq.dataclass import FairseqDataclass
 from torch import Tensor
 
-from ..selective_weights import selective_softmax
+from ..selective_weights import hidden_keys, selective_softmax
 from .base import Selection, Selector, masked_softmax
 from ...errors import OptionError
 
@@ -40,27 +42,28 @@ def check_topk(k: float) -> float:
 
 
 def keys_per_query(n: Tensor, k: float) -> Tensor:
-    """(B,) long: how many keys each query of a sentence of n non-pad keys keeps: min(k, n), or
-    for a fraction k, ceil(k n) (at least 1, at most n)."""
+    """How many keys a query that sees n keys keeps (any shape, long): min(k, n), or for a
+    fraction k, ceil(k n) (at least 1, at most n)."""
     if k >= 1:  # (a k beyond any sentence keeps every key)
         return n.clamp(max=min(int(k), torch.iinfo(torch.long).max))
     return torch.minimum(torch.ceil(k * n.double()).long().clamp_min(1), n)
 
 
 def topk_pattern(logits: Tensor, key_padding_mask: Optional[Tensor], keys: Tensor) -> Tensor:
-    """bool (B, h, T, S): per query of sentence b, its ``keys[b]`` largest logits among the
-    non-pad keys; among equal logits the lower key index first; pads never."""
-    bsz, heads, tgt_len, src_len = logits.shape
-    # -inf logits (an additive attn_mask) still rank ahead of the pads, which go last
+    """bool (B, h, T, S): per query, its ``keys`` (broadcastable to (B, 1, T, 1)) largest logits
+    among the visible keys; among equal logits the lower key index first; hidden keys never."""
+    src_len = logits.size(-1)
+    hidden = hidden_keys(key_padding_mask)
+    # -inf logits (an additive attn_mask) still rank ahead of the hidden keys, which go last
     ranked = logits.nan_to_num(neginf=torch.finfo(logits.dtype).min)
-    if key_padding_mask is not None:
-        ranked = ranked.masked_fill(key_padding_mask.view(bsz, 1, 1, src_len), float("-inf"))
+    if hidden is not None:
+        ranked = ranked.masked_fill(hidden, float("-inf"))
     order = ranked.argsort(dim=-1, descending=True, stable=True)
     positions = torch.arange(src_len, device=logits.device).expand_as(order)
     rank = torch.empty_like(order).scatter_(-1, order, positions)
-    keep = rank < keys.view(bsz, 1, 1, 1)
-    if key_padding_mask is not None:
-        keep &= ~key_padding_mask.view(bsz, 1, 1, src_len)
+    keep = rank < keys
+    if hidden is not None:
+        keep &= ~hidden
     return keep
 
 
@@ -80,14 +83,14 @@ class TopKSelector(Selector):
     def extra_repr(self) -> str:
         return f"k={self.k:g}"
 
-    def reference(self, logits, key_padding_mask, query, rate_gradient=True, noise=None):
-        bsz, _, _, src_len = logits.shape
-        if key_padding_mask is None:
-            n = torch.full((bsz,), src_len, dtype=torch.long, device=logits.device)
-            valid = logits.new_ones((bsz, 1, 1, src_len), dtype=torch.bool)
+    def reference(self, logits, key_padding_mask, query, rate_gradient=True, noise=None, site=None):
+        src_len = logits.size(-1)
+        hidden = hidden_keys(key_padding_mask)
+        if hidden is None:
+            valid = logits.new_ones((1, 1, 1, src_len), dtype=torch.bool)
         else:
-            n = (~key_padding_mask).sum(-1)
-            valid = ~key_padding_mask.view(bsz, 1, 1, src_len)
+            valid = ~hidden
+        n = valid.sum(-1, keepdim=True)  # keys each query sees, (B or 1, 1, T or 1, 1)
         keys = keys_per_query(n, self.k)
         if bool((keys == n).all()):  # every non-pad key is kept: fairseq's softmax itself
             return Selection(masked_softmax(logits, key_padding_mask), keep=valid)

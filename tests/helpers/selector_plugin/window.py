@@ -2,11 +2,10 @@
 
 from dataclasses import dataclass, field
 
-import torch
 from fairseq.dataclass import FairseqDataclass
 
 from ssan_plugin.modules.selective_weights import selective_softmax
-from ssan_plugin.modules.selectors import Selection, Selector, register_selector
+from ssan_plugin.modules.selectors import Selection, Selector, SiteContext, register_selector
 
 
 @dataclass
@@ -27,7 +26,8 @@ class WindowSelector(Selector):
     def from_args(cls, args, embed_dim, num_heads):
         return cls(args.window)
 
-    def reference(self, logits, key_padding_mask, query, rate_gradient=True, noise=None):
-        i = torch.arange(logits.size(-1), device=logits.device)
-        keep = ((i[:, None] - i[None, :]).abs() <= self.width).expand_as(logits)
+    def reference(self, logits, key_padding_mask, query, rate_gradient=True, noise=None, site=None):
+        site = site or SiteContext.encoder(query, key_padding_mask)  # positions in the sentence
+        distance = site.query_positions.unsqueeze(-1) - site.key_positions.unsqueeze(-2)
+        keep = (distance.abs() <= self.width).unsqueeze(1).expand_as(logits)  # (B, h, T, S)
         return Selection(selective_softmax(logits, keep.float(), key_padding_mask), keep=keep)

@@ -68,7 +68,7 @@ class HalfSelector(Selector):
 
     name = "half"
 
-    def reference(self, logits, key_padding_mask, query, rate_gradient=True, noise=None):
+    def reference(self, logits, key_padding_mask, query, rate_gradient=True, noise=None, site=None):
         keep = torch.zeros_like(logits, dtype=torch.bool)
         keep[..., ::2] = True
         if key_padding_mask is not None:

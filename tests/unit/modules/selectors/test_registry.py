@@ -65,8 +65,10 @@ def test_options_declared_once_under_names_fairseq_leaves_alone():
 def test_family_parser_has_every_selector_option_and_choice():
     parser = argparse.ArgumentParser()
     SelectiveTransformerModel.add_variant_args(parser)
-    action = parser._option_string_actions["--encoder-selector"]
-    assert list(action.choices) == list(SELECTORS) and action.default == "gumbel"
+    for option, default in (("--encoder-selector", "gumbel"), ("--decoder-selector", "none"),
+                            ("--cross-selector", "none")):
+        action = parser._option_string_actions[option]
+        assert list(action.choices) == ["none", *SELECTORS] and action.default == default
     args = parser.parse_args([])
     for options in selector_options():
         for name in option_names(options):

@@ -15,9 +15,18 @@ ROOT = Path(__file__).resolve().parents[4]
 EXAMPLE = ROOT / "tests" / "helpers" / "selector_plugin" / "window.py"
 
 
-def window_by_hand(length, width):
-    """bool (T, T): key j is kept by query i when |i - j| <= width."""
-    return torch.tensor([[abs(i - j) <= width for j in range(length)] for i in range(length)])
+def window_by_hand(pad, width):
+    """bool (B, 1, T, T): key j is kept by query i when their positions in the sentence differ
+    by at most ``width`` (a token's position: the real tokens before it; a pad's: its last real
+    neighbour's, or 0)."""
+    rows = []
+    for sentence in pad.tolist():
+        positions, seen = [], 0
+        for is_pad in sentence:
+            positions.append(max(seen - (1 if is_pad else 0), 0))
+            seen += 0 if is_pad else 1
+        rows.append([[abs(p - q) <= width for q in positions] for p in positions])
+    return torch.tensor(rows).unsqueeze(1)
 
 
 @pytest.mark.parametrize("width", [0, 1, 3])
@@ -25,7 +34,7 @@ def window_by_hand(length, width):
 def test_pattern_and_forward_against_the_formula(width, left_pad):
     attn = build("window", window=width).eval()
     x, pad = inputs(seed=width, left_pad=left_pad)
-    keep = window_by_hand(x.size(0), width).expand(x.size(1), attn.num_heads, -1, -1)
+    keep = window_by_hand(pad, width).expand(-1, attn.num_heads, -1, -1)
     expected = softmax_over(logits_by_hand(attn, x), keep, pad)
     attn.keep_selection = True
     out, weights = call(attn, x, pad, need_head_weights=True)

@@ -44,6 +44,7 @@ setup(
     # the project's commands (ssan_plugin/commands/, one module each): ssan-evaluate-bleu, ...
     entry_points={
         "console_scripts": [
+            "ssan-align = ssan_plugin.commands.align:main",
             "ssan-analysis-report = ssan_plugin.commands.analysis_report:main",
             "ssan-average-checkpoints = ssan_plugin.commands.average_checkpoints:main",
             "ssan-evaluate-bleu = ssan_plugin.commands.evaluate_bleu:main",

@@ -68,6 +68,11 @@ def read_gold(path) -> List[GoldAlignment]:
     return gold
 
 
+def format_links(links: Iterable[Link]) -> str:
+    """One sentence's links as a file line: sorted, 1-based ``i-j`` items (parse_links' sure)."""
+    return " ".join(f"{i + 1}-{j + 1}" for i, j in sorted(links))
+
+
 def read_bitext(path) -> List[Tuple[List[str], List[str]]]:
     """(source tokens, target tokens) of every ``source ||| target`` line of ``path``."""
     pairs = []

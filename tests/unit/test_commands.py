@@ -99,7 +99,7 @@ def test_installed_command_names_itself_as_started(monkeypatch):
 def test_every_command_prog_names_its_own_module(monkeypatch):
     """Each command's module-level ``prog`` (commands.command_prog) is asked at call time and
     names that command: no command took another's file, none froze the name at import."""
-    assert len(COMMANDS) == 16
+    assert len(COMMANDS) == 17
     for stem in COMMANDS:
         module = importlib.import_module(f"ssan_plugin.commands.{stem}")
         monkeypatch.setattr(sys, "argv", ["pytest"])

@@ -1,0 +1,142 @@
+"""ssan-align (commands/align.py, analysis/alignments.py) on a tiny En-Ro model prepared by
+ssan-prepare-translation: the last layer's piece links are those fairseq-generate
+--score-reference --print-alignment prints for the same pairs (fairseq's own hard alignment);
+every layer is reported with the rule's layer first; the scores are those of the written links
+(recomputed); a bitext given the other way round gives the same links; the selection map of a
+cross-selector model is the heads' majority; bad input is one line."""
+
+import json
+import re
+
+import pytest
+import torch
+from helpers.translation_testlib import call_prepare, small_corpus, train_tiny
+
+from conftest import run_cli
+from ssan_plugin.analysis.alignments import (cross_attention_maps, forced_alignments,
+                                             piece_links)
+from ssan_plugin.analysis.inputs import AnalysisInput
+from ssan_plugin.commands import align
+from ssan_plugin.translation.alignment import alignment_scores, parse_links, read_gold, GoldAlignment
+
+TRAIN = ["--decoder-layers", "2", "--encoder-layers", "2"]
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    root = tmp_path_factory.mktemp("align")
+    raw = root / "raw"
+    small_corpus(raw, n_train=60)
+    status, data = call_prepare(root, raw)
+    assert status == 0
+    plain = train_tiny(data, "transformer", root / "plain", 30, 1, *TRAIN)
+    selective = train_tiny(data, "selective_transformer", root / "selective", 30, 1, *TRAIN,
+                           "--encoder-selector", "none", "--cross-selector", "topk", "--topk", "2")
+    bitext = root / "test.en-ro"
+    pairs = [("The house number 3 is green .", "Casa numărul 3 este verde ."),
+             ("A green house .", "O casă verde ."),
+             ("The house number 12 is green .", "Casa numărul 12 este verde .")]
+    bitext.write_text("".join(f"{a} ||| {b}\n" for a, b in pairs), "utf-8")
+    gold = root / "test.gold"
+    gold.write_text("1-1 2-1 3-2 4-3 5-4 6-5 7-6\n1-1 2p3 3-2 4-4\n1-1 2-1 3-2 4-3 5-4 6-5 7?6\n", "utf-8")
+    return data, plain, selective, bitext, gold, root
+
+
+def test_last_layer_links_are_fairseqs_print_alignment(models, tmp_path):
+    data, plain, *_ = models
+    proc = run_cli("fairseq-generate", data, "--user-dir", align.__file__.rsplit("/", 2)[0],
+                   "--path", plain, "--gen-subset", "valid", "--score-reference", "--print-alignment",
+                   "--batch-size", "1", "--required-batch-size-multiple", "1", "--cpu")
+    inp = AnalysisInput(data, plain)
+    task = inp.task
+    task.load_dataset("valid")
+    dataset = task.dataset("valid")
+    printed = {int(m.group(1)): m.group(2) for m in re.finditer(r"^A-(\d+)\t(.*)$", proc.stdout, re.M)}
+    assert len(printed) == len(dataset)
+    for k in range(len(dataset)):
+        item = dataset[k]
+        matrix = cross_attention_maps(inp.model, item["source"], item["target"], "weights")[-1]
+        ours = piece_links(matrix[:-1, :-1], "weights")
+        theirs = {tuple(map(int, pair.split("-"))) for pair in printed[k].split()}
+        assert ours == theirs, k
+
+
+def test_the_command_reports_every_layer_and_scores_its_own_links(models, tmp_path, capsys):
+    data, plain, _, bitext, gold, _ = models
+    out = tmp_path / "plain.json"
+    links = tmp_path / "plain.links"
+    assert align.main(["--data", str(data), "--checkpoint", str(plain), "--bitext", str(bitext),
+                       "--gold", str(gold), "--out", str(out), "--links", str(links)]) == 0
+    report = json.loads(out.read_text())
+    assert report["rule_layer"] == 0 and report["langs"] == "en-ro" and report["model"] == "en-ro"
+    assert [entry["layer"] for entry in report["layers"]] == [0, 1]
+    reference = read_gold(gold)
+    words = [line.split(" ||| ") for line in bitext.read_text().splitlines()]
+    for entry in report["layers"]:
+        predicted = [parse_links(line, "json")[0] for line in entry["links"]]
+        for (a, b), sentence in zip(words, predicted):
+            assert all(i < len(a.split()) and j < len(b.split()) for i, j in sentence)
+            assert len({j for _, j in sentence}) == len(b.split())  # argmax: every target word linked
+        scores = alignment_scores(predicted, reference)
+        assert entry["aer"] == pytest.approx(scores.aer) and entry["predicted"] == scores.predicted
+    assert links.read_text().splitlines() == report["layers"][0]["links"]
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].startswith("layer 0 (penultimate decoder layer): AER ")
+
+    # the same pairs written the other way round (ro ||| en): the same links, transposed
+    flipped_bitext = tmp_path / "test.ro-en"
+    flipped_bitext.write_text("".join(f"{b} ||| {a}\n" for a, b in words), "utf-8")
+    flipped_gold = tmp_path / "flipped.gold"
+    flipped_gold.write_text("".join(" ".join(f"{j + 1}-{i + 1}" for i, j in sorted(g.sure)) + "\n"
+                                    for g in reference), "utf-8")
+    out2 = tmp_path / "flipped.json"
+    assert align.main(["--data", str(data), "--checkpoint", str(plain), "--bitext", str(flipped_bitext),
+                       "--gold", str(flipped_gold), "--out", str(out2)]) == 0
+    flipped = json.loads(out2.read_text())
+    for a, b in zip(report["layers"], flipped["layers"]):
+        assert [{(j, i) for i, j in parse_links(line, "x")[0]} for line in b["links"]] == \
+               [parse_links(line, "x")[0] for line in a["links"]]
+
+
+def test_selection_map_links_what_most_heads_select(models):
+    data, _, selective, bitext, *_ = models
+    inp = AnalysisInput(data, selective)
+    pairs = [tuple(line.split(" ||| ")[k].split() for k in (0, 1)) for line in bitext.read_text().splitlines()]
+    result = forced_alignments(inp, pairs, "selection")
+    source = inp.encode_words([pairs[0][0]])[0]
+    from ssan_plugin.analysis.alignments import encode_target_words
+    target = encode_target_words(inp, [pairs[0][1]])[0]
+    maps = cross_attention_maps(inp.model, source.tokens, target.tokens, "selection")
+    heads = inp.model.decoder.layers[0].encoder_attn.num_heads
+    for layer, matrix in enumerate(maps):
+        assert torch.all((matrix * heads).round() == matrix * heads)  # shares of heads
+        # top-k with k = 2: each head selects two source pieces a target piece
+        assert torch.allclose(matrix.sum(-1), torch.full((matrix.size(0),), 2.0))
+        expected = {(source.word_index[s], target.word_index[t])
+                    for t, s in (matrix[:-1, :-1] > 0.5).nonzero().tolist()}
+        assert result.layers[layer][0] == expected
+
+
+def test_bad_input_is_one_line(models, tmp_path, capsys):
+    data, plain, _, bitext, gold, root = models
+    cases = [
+        (["--map", "selection"], "needs a model whose every decoder layer's cross attention selects"),
+        (["--langs", "de-fr"], "the model translates en-ro, the bitext is de-fr"),
+    ]
+    for extra, message in cases:
+        status = align.main(["--data", str(data), "--checkpoint", str(plain), "--bitext", str(bitext),
+                             "--out", str(tmp_path / "x.json"), "--overwrite", *extra])
+        err = capsys.readouterr().err
+        last = err.strip().splitlines()[-1]  # (fairseq logs its dictionaries first)
+        assert status == 2 and last.startswith("align.py: error: ") and message in last, err
+        assert "Traceback" not in err and "forced decoding" not in err, err  # refused before the work
+    short_gold = tmp_path / "short.gold"
+    short_gold.write_text("1-1\n", "utf-8")
+    assert align.main(["--data", str(data), "--checkpoint", str(plain), "--bitext", str(bitext),
+                       "--gold", str(short_gold), "--out", str(tmp_path / "y.json")]) == 2
+    assert "--gold has 1 lines, --bitext 3" in capsys.readouterr().err
+    outside = tmp_path / "outside.gold"
+    outside.write_text("9-1\n1-1\n1-1\n", "utf-8")
+    assert align.main(["--data", str(data), "--checkpoint", str(plain), "--bitext", str(bitext),
+                       "--gold", str(outside), "--out", str(tmp_path / "z.json")]) == 2
+    assert "link 9-1 outside a sentence" in capsys.readouterr().err

@@ -1,4 +1,5 @@
-"""Word alignments from a translation model's encoder-decoder attention, by forced decoding.
+"""What a translation model's decoder attends to under forced decoding: word alignments from
+its encoder-decoder attention, and the selection maps of its decoder sites.
 
 For a sentence pair given as words (the tokens of a gold alignment), each word of each side is
 encoded on its own as preparation encodes text (:class:`~.inputs.AnalysisInput`), so every piece
@@ -59,6 +60,20 @@ def encode_target_words(inp: AnalysisInput, sentences: Sequence[Sequence[str]]) 
             index += [w] * len(word_pieces)
         tokens = dictionary.encode_line(" ".join(pieces), add_if_not_exist=False, append_eos=True).long()
         out.append(Encoded(tokens, pieces + [EOS], index + [-1]))
+    return out
+
+
+def encode_target_lines(inp: AnalysisInput, lines: Sequence[str]) -> List[Encoded]:
+    """Raw target sentences -> Encoded (target dictionary), each line encoded whole."""
+    for k, line in enumerate(lines, 1):
+        if not line.strip():
+            raise PipelineError(f"target sentence {k} is empty")
+    out = []
+    for pieces in encode_lines(inp.pipeline.tgt, inp.pipeline.sp, list(lines)):
+        pieces = pieces.split()
+        tokens = inp.task.target_dictionary.encode_line(" ".join(pieces), add_if_not_exist=False,
+                                                        append_eos=True).long()
+        out.append(Encoded(tokens, pieces + [EOS], [-1] * (len(pieces) + 1)))
     return out
 
 
@@ -144,6 +159,30 @@ def word_links_of(matrix: Tensor, source: Encoded, target: Encoded, kind: str) -
     dropped here)."""
     inner = matrix[:-1, :-1]
     return {(source.word_index[s], target.word_index[t]) for s, t in piece_links(inner, kind)}
+
+
+@torch.no_grad()
+def decoder_selection_maps(model, source: Tensor, target: Tensor) -> Dict[str, Dict[int, Tensor]]:
+    """The 0/1 selections of the decoder sites that select, for one teacher-forced pair:
+    {"decoder": {layer: (h, T, T)}, "cross": {layer: (h, T, S)}} as float, T the target tokens
+    predicted (``</s>`` last), S the source tokens (``</s>`` last); empty dicts for a site
+    without selector."""
+    eos = model.decoder.dictionary.eos()
+    prev = torch.cat([target.new_tensor([eos]), target[:-1]]).unsqueeze(0)
+    reporters = [m for m in model.decoder.modules() if isinstance(m, SelectionReporter)]
+    for m in reporters:
+        m.keep_selection = True
+    try:
+        with selection_statistics(model, True):
+            _, extra = model(source.unsqueeze(0), torch.tensor([source.numel()]), prev)
+    finally:
+        for m in reporters:
+            m.keep_selection = False
+    maps: Dict[str, Dict[int, Tensor]] = {"decoder": {}, "cross": {}}
+    for record in extra["selection_stats"]:
+        if record.site in maps and record.selection is not None:
+            maps[record.site][record.layer] = record.selection[0].float()
+    return maps
 
 
 @dataclass

@@ -406,28 +406,30 @@ def grid_size_inches(rows: int, cols: int, n: int):
 
 
 def heat_panel(ax, matrix: Tensor, labels: Sequence[str], vmax: float = 1.0,
-               fontsize: float = 5):
-    """Draw one (n, n) (query, key) map on a matplotlib axis: rows queries, columns keys,
-    values 0..vmax on viridis, both axes ticked with the n ``labels``. Returns the image (for
-    a colorbar). The panel of :func:`plot_grid` and of ``selection.plot_selection_heatmap``."""
+               fontsize: float = 5, key_labels: Optional[Sequence[str]] = None):
+    """Draw one (n, m) (query, key) map on a matplotlib axis: rows queries, columns keys,
+    values 0..vmax on viridis, rows ticked with the n ``labels``, columns with ``key_labels``
+    (default: ``labels``, a square map). Returns the image (for a colorbar). The panel of
+    :func:`plot_grid` and of ``selection.plot_selection_heatmap``."""
     image = ax.imshow(matrix.float().numpy(), vmin=0, vmax=vmax, cmap="viridis",
                       interpolation="nearest")
-    n = len(labels)
-    ax.set_xticks(range(n))
-    ax.set_yticks(range(n))
-    ax.set_xticklabels(labels, rotation=90, fontsize=fontsize)
+    key_labels = labels if key_labels is None else key_labels
+    ax.set_xticks(range(len(key_labels)))
+    ax.set_yticks(range(len(labels)))
+    ax.set_xticklabels(key_labels, rotation=90, fontsize=fontsize)
     ax.set_yticklabels(labels, fontsize=fontsize)
     return image
 
 
 def plot_grid(panels: Dict[int, Tensor], pieces: Sequence[str], path, what: str,
               title: Optional[str] = None, vmax: float = 1.0,
-              kinds: Optional[Dict[int, str]] = None):
+              kinds: Optional[Dict[int, str]] = None,
+              key_pieces: Optional[Sequence[str]] = None):
     """Write a PNG: a grid of heat maps, one row per layer (sorted), one column per head,
-    cell (query, key), axes labelled with the pieces. ``panels``: {layer: (h, n, n)};
-    ``kinds`` (layer kinds): heads of DiSAN/Bi-BloSAN layers titled by their HEAD_NAMES.
-    The image is exactly ``grid_size_inches(layers, max heads, n) * DPI`` pixels.
-    Returns (rows, cols)."""
+    cell (query, key), axes labelled with the pieces. ``panels``: {layer: (h, n, m)}, n query
+    ``pieces`` and m ``key_pieces`` (default the same: a self-attention map); ``kinds`` (layer
+    kinds): heads of DiSAN/Bi-BloSAN layers titled by their HEAD_NAMES. The image is exactly
+    ``grid_size_inches(layers, max heads, max(n, m)) * DPI`` pixels. Returns (rows, cols)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -436,22 +438,23 @@ def plot_grid(panels: Dict[int, Tensor], pieces: Sequence[str], path, what: str,
     layers = sorted(panels)
     if not layers:
         raise ValueError(f"no {what} maps to plot")
-    n = len(pieces)
+    key_pieces = pieces if key_pieces is None else key_pieces
+    n, m = len(pieces), len(key_pieces)
     cols = max(panels[layer].size(0) for layer in layers)
     rows = len(layers)
-    fig, axes = plt.subplots(rows, cols, figsize=grid_size_inches(rows, cols, n), squeeze=False,
-                             dpi=DPI)
+    fig, axes = plt.subplots(rows, cols, figsize=grid_size_inches(rows, cols, max(n, m)),
+                             squeeze=False, dpi=DPI)
     image = None
     for r, layer in enumerate(layers):
         data = panels[layer]
-        if data.shape[-1] != n or data.shape[-2] != n:
-            raise ValueError(f"layer {layer}: {tuple(data.shape)} map for {n} pieces")
+        if data.shape[-1] != m or data.shape[-2] != n:
+            raise ValueError(f"layer {layer}: {tuple(data.shape)} map for {n} x {m} pieces")
         for c in range(cols):
             ax = axes[r][c]
             if c >= data.size(0):
                 ax.axis("off")
                 continue
-            image = heat_panel(ax, data[c], pieces, vmax=vmax, fontsize=5)
+            image = heat_panel(ax, data[c], pieces, vmax=vmax, fontsize=5, key_labels=key_pieces)
             names = HEAD_NAMES.get((kinds or {}).get(layer))
             ax.set_title(f"layer {layer} " + (names[c] if names else f"head {c}"), fontsize=8)
     fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.6, label=what)

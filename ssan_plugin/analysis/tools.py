@@ -5,7 +5,7 @@ line naming the problem. See examples/analysis/README.md."""
 
 import json
 from pathlib import Path
-from typing import List, Sequence
+from typing import List, Optional, Sequence
 
 import numpy as np
 
@@ -22,19 +22,45 @@ def _maps(inp: AnalysisInput, tokens, **kwargs):
         raise PipelineError(str(err)) from None
 
 
-def show_selection(inp: AnalysisInput, lines: Sequence[str], out_dir) -> List[Path]:
+def show_selection(inp: AnalysisInput, lines: Sequence[str], out_dir,
+                   targets: Optional[Sequence[str]] = None) -> List[Path]:
     """Per sentence k (1-based): ``sentK.json`` (pieces, per layer and head the 0/1 selection
     and the attention matrix), ``sentK_selection.png`` and ``sentK_attention.png`` (layers x
-    heads grids; only the maps the model has). Returns the files written."""
+    heads grids; only the maps the model has). With ``targets`` (one reference translation a
+    sentence, teacher-forced), a model that selects in its decoder also gets
+    ``sentK_decoder_selection.png`` (target x target) and ``sentK_cross_selection.png`` (target
+    x source), and the JSON their 0/1 selections (``target_pieces``, ``decoder``, ``cross``).
+    Returns the files written."""
+    from .alignments import decoder_selection_maps, encode_target_lines
+
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     encoded = inp.encode_lines(lines)
+    if targets is not None and len(targets) != len(lines):
+        raise PipelineError(f"{len(targets)} target sentences for {len(lines)} sources")
+    target_encoded = encode_target_lines(inp, targets) if targets is not None else None
     kinds = layer_kinds(inp.model)
     written = []
     for k, (line, enc, maps) in enumerate(zip(lines, encoded, _maps(inp, [e.tokens for e in encoded])), 1):
         path = out_dir / f"sent{k}.json"
-        path.write_text(json.dumps(maps_json(enc.pieces, maps, kinds, line)) + "\n", encoding="utf-8")
+        record = maps_json(enc.pieces, maps, kinds, line)
+        decoder_panels = {}
+        if target_encoded is not None:
+            tgt = target_encoded[k - 1]
+            decoder_panels = decoder_selection_maps(inp.model, enc.tokens, tgt.tokens)
+            record["target"] = targets[k - 1]
+            record["target_pieces"] = tgt.pieces
+            for site, panels in decoder_panels.items():
+                record[site] = {str(layer): panel.int().tolist() for layer, panel in sorted(panels.items())}
+        path.write_text(json.dumps(record) + "\n", encoding="utf-8")
         written.append(path)
+        for site, panels in decoder_panels.items():
+            if panels:
+                png = out_dir / f"sent{k}_{site}_selection.png"
+                plot_grid(panels, tgt.pieces, png, "selection",
+                          title=f"{site} selection: {targets[k - 1][:80]}",
+                          key_pieces=tgt.pieces if site == "decoder" else enc.pieces)
+                written.append(png)
         for what, panels in (("selection", maps.selection), ("attention", maps.attention)):
             if panels:
                 png = out_dir / f"sent{k}_{what}.png"

@@ -3,7 +3,8 @@ ssan-prepare-translation: the last layer's piece links are those fairseq-generat
 --score-reference --print-alignment prints for the same pairs (fairseq's own hard alignment);
 every layer is reported with the rule's layer first; the scores are those of the written links
 (recomputed); a bitext given the other way round gives the same links; the selection map of a
-cross-selector model is the heads' majority; bad input is one line."""
+cross-selector model is the heads' majority; bad input is one line. ssan-show-selection with a
+reference translation draws the decoder and cross selection maps of a model selecting there."""
 
 import json
 import re
@@ -16,7 +17,7 @@ from conftest import run_cli
 from ssan_plugin.analysis.alignments import (cross_attention_maps, forced_alignments,
                                              piece_links)
 from ssan_plugin.analysis.inputs import AnalysisInput
-from ssan_plugin.commands import align
+from ssan_plugin.commands import align, show_selection
 from ssan_plugin.translation.alignment import alignment_scores, parse_links, read_gold, GoldAlignment
 
 TRAIN = ["--decoder-layers", "2", "--encoder-layers", "2"]
@@ -31,7 +32,8 @@ def models(tmp_path_factory):
     assert status == 0
     plain = train_tiny(data, "transformer", root / "plain", 30, 1, *TRAIN)
     selective = train_tiny(data, "selective_transformer", root / "selective", 30, 1, *TRAIN,
-                           "--encoder-selector", "none", "--cross-selector", "topk", "--topk", "2")
+                           "--encoder-selector", "none", "--decoder-selector", "topk",
+                           "--cross-selector", "topk", "--topk", "2")
     bitext = root / "test.en-ro"
     pairs = [("The house number 3 is green .", "Casa numărul 3 este verde ."),
              ("A green house .", "O casă verde ."),
@@ -140,3 +142,24 @@ def test_bad_input_is_one_line(models, tmp_path, capsys):
     assert align.main(["--data", str(data), "--checkpoint", str(plain), "--bitext", str(bitext),
                        "--gold", str(outside), "--out", str(tmp_path / "z.json")]) == 2
     assert "link 9-1 outside a sentence" in capsys.readouterr().err
+
+
+def test_show_selection_draws_the_decoder_sites_maps(models, tmp_path):
+    """top-k with k = 2 at both decoder sites: a target query t keeps min(2, t + 1) earlier or
+    equal target pieces and two source pieces, in every head of every layer."""
+    data, _, selective, *_ = models
+    out = tmp_path / "maps"
+    assert show_selection.main(["--data", str(data), "--checkpoint", str(selective),
+                                "--sentence", "A green house.", "--target", "O casă verde.",
+                                "--out", str(out)]) == 0
+    record = json.loads((out / "sent1.json").read_text())
+    n_target, n_source = len(record["target_pieces"]), len(record["pieces"])
+    assert sorted(record["decoder"]) == sorted(record["cross"]) == ["0", "1"]
+    for layer in ("0", "1"):
+        decoder, cross = torch.tensor(record["decoder"][layer]), torch.tensor(record["cross"][layer])
+        assert decoder.shape[1:] == (n_target, n_target) and cross.shape[1:] == (n_target, n_source)
+        assert not decoder.triu(1).any()  # never a later target piece
+        rows = torch.arange(n_target)
+        assert torch.equal(decoder.sum(-1), torch.minimum(rows + 1, torch.tensor(2)).expand_as(decoder.sum(-1)))
+        assert (cross.sum(-1) == 2).all()
+    assert (out / "sent1_decoder_selection.png").is_file() and (out / "sent1_cross_selection.png").is_file()

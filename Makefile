@@ -8,6 +8,7 @@ STAMP := $(VENV)/.installed
 TORCH := torch==2.13.0
 BUILD_DEPS := numpy==2.4.6 cython==3.3.1 setuptools wheel
 FAIRSEQ := fairseq-fixed==0.12.3.1
+EFLOMAL := eflomal==2.0.0
 DATA ?=
 SRC ?= src
 TGT ?= tgt
@@ -25,6 +26,8 @@ $(STAMP): requirements.txt setup.py Makefile
 	$(PIP) install -q $(TORCH) $(BUILD_DEPS)
 	$(PIP) install -q --no-deps --no-build-isolation $(FAIRSEQ)
 	$(PIP) install -q -r requirements.txt
+	@# eflomal (ssan-align's statistical peer): a C/Cython sdist, built against the numpy and cython above
+	$(PIP) install -q --no-deps --no-build-isolation $(EFLOMAL)
 	$(PIP) install -q --no-deps --no-build-isolation -e .
 	@# pip check: only fairseq-fixed's torchaudio may be missing (README, "Packaging")
 	@! $(PIP) check | grep -v -e "requires torchaudio" -e "No broken requirements"

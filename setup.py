@@ -67,6 +67,7 @@ setup(
         "tensorboard": ["tensorboard>=2.14,<3"],  # fairseq-train --tensorboard-logdir
         "bench": ["matplotlib>=3.7"],  # benchmarks/bench_encoder_layers.py plots
         "aso": ["deepsig>=1.2.8,<2"],  # evaluate_bleu.py --aso: Almost Stochastic Order over seeds
+        "align": ["eflomal>=2.0,<3"],  # ssan-align --eflomal-train: the statistical peer
         "test": ["pytest>=8", "pytest-xdist>=3.5", "tensorboard>=2.14,<3"],
     },
 )

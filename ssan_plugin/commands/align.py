@@ -11,6 +11,11 @@ per decoder layer, the layer of the rule fixed in advance (the penultimate) repo
 
 Writes ``--out`` (JSON: the scores of every layer and every layer's links) and, with
 ``--links``, the rule layer's links, one sentence a line.
+
+``--eflomal-train PREFIX`` (instead of ``--data`` / ``--checkpoint``): the statistical peer,
+eflomal trained on ``PREFIX.A`` / ``PREFIX.B`` (raw parallel text, Moses-tokenised here) plus the
+bitext, scored the same way, forward, reverse, intersection and union
+(ssan_plugin/translation/eflomal_peer.py).
 """
 
 import json
@@ -18,8 +23,7 @@ import sys
 from pathlib import Path
 
 from ssan_plugin.errors import PipelineError
-from ssan_plugin.analysis.inputs import add_model_args
-from ssan_plugin.cli.arguments import ArgumentParser, add_overwrite, script_main
+from ssan_plugin.cli.arguments import ArgumentParser, add_overwrite, positive_int, script_main
 from ssan_plugin.cli.files import Input, guard_outputs, output_file
 from ssan_plugin.commands import command_prog
 
@@ -39,7 +43,13 @@ def bitext_langs(path: str, given) -> tuple:
 @script_main(prog=prog)
 def main(argv=None) -> int:
     parser = ArgumentParser(prog=prog(), description=__doc__)
-    add_model_args(parser)
+    parser.add_argument("--data", help="data-bin written by ssan-prepare-translation")
+    parser.add_argument("--checkpoint", help="fairseq checkpoint (.pt)")
+    parser.add_argument("--eflomal-train", metavar="PREFIX",
+                        help="align with eflomal trained on PREFIX.A / PREFIX.B plus the bitext "
+                             "instead of a model")
+    parser.add_argument("--eflomal-runs", type=positive_int, default=5,
+                        help="eflomal runs (it samples; scores are their mean and spread)")
     parser.add_argument("--bitext", required=True, help="tokenised sentence pairs, 'A ||| B' a line")
     parser.add_argument("--gold", help="gold links of the bitext, 1-based i-j (sure), i?j / ipj "
                                        "(possible), A's word first")
@@ -51,6 +61,10 @@ def main(argv=None) -> int:
     parser.add_argument("--links", help="the rule layer's links, one sentence a line")
     add_overwrite(parser)
     args = parser.parse_args(argv)
+    model_given = args.data is not None or args.checkpoint is not None
+    if (args.eflomal_train is not None and model_given) or \
+            (args.eflomal_train is None and not (args.data and args.checkpoint)):
+        parser.error("give --data and --checkpoint (a model), or --eflomal-train (the peer)")
     outputs = [output_file("--out", args.out)] + ([output_file("--links", args.links)] if args.links else [])
     guard_outputs(outputs, [Input("--data", args.data), Input("--checkpoint", args.checkpoint),
                             Input("--bitext", args.bitext), Input("--gold", args.gold)], args.overwrite)
@@ -69,6 +83,8 @@ def main(argv=None) -> int:
             raise PipelineError(f"--gold has {len(gold)} lines, --bitext {len(pairs)}")
         for k, (reference, (a, b)) in enumerate(zip(gold, pairs), 1):
             check_links(reference.possible, len(a), len(b), f"--gold line {k}")
+    if args.eflomal_train:
+        return peer(args, pairs, gold, side_a, side_b)
     model = AnalysisInput(args.data, args.checkpoint)
     src, tgt = model.pipeline.manifest["src"], model.pipeline.manifest["tgt"]
     if (src, tgt) == (side_a, side_b):
@@ -107,6 +123,44 @@ def main(argv=None) -> int:
                   f"recall {100 * entry['recall']:.1f} ({entry['predicted']} links)")
         else:
             print(f"{tag}: {sum(len(line.split()) for line in entry['links'])} links")
+    return 0
+
+
+def peer(args, pairs, gold, side_a: str, side_b: str) -> int:
+    """``--eflomal-train``: the peer's links (its first run's) and scores (mean and standard
+    deviation over ``--eflomal-runs``), in --out's layout (directions instead of layers)."""
+    from tqdm import tqdm
+
+    from ssan_plugin.translation.alignment import alignment_scores, format_links
+    from ssan_plugin.translation.eflomal_peer import DIRECTIONS, eflomal_links, tokenised_corpus
+
+    import statistics
+
+    corpus = tokenised_corpus(args.eflomal_train, side_a, side_b)
+    runs = [eflomal_links(corpus, pairs) for _ in tqdm(range(args.eflomal_runs), desc="eflomal",
+                                                       file=sys.stderr)]
+    directions = []
+    for name in DIRECTIONS:
+        entry = {"direction": name, "links": [format_links(s) for s in runs[0][name]]}
+        if gold is not None:
+            scores = [alignment_scores(run[name], gold) for run in runs]
+            for field in ("aer", "precision", "recall"):
+                values = [getattr(score, field) for score in scores]
+                entry[field] = statistics.mean(values)
+                entry[f"{field}_sd"] = statistics.stdev(values) if len(values) > 1 else 0.0
+                entry[f"{field}_runs"] = values
+            entry.update(predicted=scores[0].predicted, sure=scores[0].sure, possible=scores[0].possible)
+            print(f"eflomal {name}: AER {100 * entry['aer']:.1f} (sd {100 * entry['aer_sd']:.1f} over "
+                  f"{len(runs)} runs), precision {100 * entry['precision']:.1f}, recall "
+                  f"{100 * entry['recall']:.1f}")
+        directions.append(entry)
+    report = {"peer": "eflomal", "runs": len(runs), "train": args.eflomal_train, "train_pairs": len(corpus),
+              "bitext": args.bitext, "gold": args.gold, "langs": f"{side_a}-{side_b}",
+              "sentences": len(pairs), "directions": directions}
+    Path(args.out).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    if args.links:
+        Path(args.links).write_text("".join(line + "\n" for line in directions[0]["links"]),
+                                    encoding="utf-8")
     return 0
 
 

@@ -4,7 +4,8 @@ ssan-prepare-translation: the last layer's piece links are those fairseq-generat
 every layer is reported with the rule's layer first; the scores are those of the written links
 (recomputed); a bitext given the other way round gives the same links; the selection map of a
 cross-selector model is the heads' majority; bad input is one line. ssan-show-selection with a
-reference translation draws the decoder and cross selection maps of a model selecting there."""
+reference translation draws the decoder and cross selection maps of a model selecting there;
+the eflomal peer (--eflomal-train) is scored in the same layout."""
 
 import json
 import re
@@ -18,7 +19,7 @@ from ssan_plugin.analysis.alignments import (cross_attention_maps, forced_alignm
                                              piece_links)
 from ssan_plugin.analysis.inputs import AnalysisInput
 from ssan_plugin.commands import align, show_selection
-from ssan_plugin.translation.alignment import alignment_scores, parse_links, read_gold, GoldAlignment
+from ssan_plugin.translation.alignment import alignment_scores, parse_links, read_gold
 
 TRAIN = ["--decoder-layers", "2", "--encoder-layers", "2"]
 
@@ -163,3 +164,25 @@ def test_show_selection_draws_the_decoder_sites_maps(models, tmp_path):
         assert torch.equal(decoder.sum(-1), torch.minimum(rows + 1, torch.tensor(2)).expand_as(decoder.sum(-1)))
         assert (cross.sum(-1) == 2).all()
     assert (out / "sent1_decoder_selection.png").is_file() and (out / "sent1_cross_selection.png").is_file()
+
+
+def test_the_eflomal_peer_is_scored_in_the_same_layout(models, tmp_path, capsys):
+    data, plain, _, bitext, gold, root = models
+    out = tmp_path / "eflomal.json"
+    assert align.main(["--eflomal-train", str(root / "raw" / "train"), "--bitext", str(bitext),
+                       "--gold", str(gold), "--out", str(out), "--eflomal-runs", "3"]) == 0
+    report = json.loads(out.read_text())
+    assert report["peer"] == "eflomal" and report["train_pairs"] == 60 and report["sentences"] == 3
+    assert report["runs"] == 3
+    assert [d["direction"] for d in report["directions"]] == ["forward", "reverse", "intersection", "union"]
+    reference = read_gold(gold)
+    for entry in report["directions"]:
+        predicted = [parse_links(line, "json")[0] for line in entry["links"]]  # the first run's
+        assert entry["aer_runs"][0] == pytest.approx(alignment_scores(predicted, reference).aer)
+        assert entry["aer"] == pytest.approx(sum(entry["aer_runs"]) / 3)
+    assert "eflomal forward: AER" in capsys.readouterr().out
+    # a model and the peer at once, or neither: refused by argparse (exit 2)
+    for argv in (["--eflomal-train", "x", "--data", str(data)], []):
+        with pytest.raises(SystemExit) as info:
+            align.main([*argv, "--bitext", str(bitext), "--out", str(tmp_path / "n.json")])
+        assert info.value.code == 2

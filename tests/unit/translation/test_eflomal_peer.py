@@ -1,0 +1,49 @@
+"""ssan_plugin/translation/eflomal_peer.py: the corpus is tokenised as preparation tokenises it
+and read whole; eflomal trained on a word-for-word corpus recovers its one-to-one links in both
+directions; the four link sets are what their names say; bad corpora are one line."""
+
+import random
+
+import pytest
+
+from ssan_plugin.errors import PipelineError
+from ssan_plugin.translation.alignment import GoldAlignment, alignment_scores
+from ssan_plugin.translation.eflomal_peer import DIRECTIONS, eflomal_links, tokenised_corpus
+
+
+def test_the_corpus_is_moses_tokenised_and_empty_sides_dropped(tmp_path):
+    (tmp_path / "train.en").write_text("The house, it's green.\n\nA dog.\n", "utf-8")
+    (tmp_path / "train.ro").write_text("Casa, e verde.\nCeva.\nUn câine.\n", "utf-8")
+    pairs = tokenised_corpus(str(tmp_path / "train"), "en", "ro")
+    assert pairs == [("The house , it 's green .", "Casa , e verde ."), ("A dog .", "Un câine .")]
+
+
+def test_bad_corpora_are_one_line(tmp_path):
+    (tmp_path / "train.en").write_text("a\nb\n", "utf-8")
+    with pytest.raises(PipelineError, match=r"--eflomal-train .*train: no .*train\.ro"):
+        tokenised_corpus(str(tmp_path / "train"), "en", "ro")
+    (tmp_path / "train.ro").write_text("a\n", "utf-8")
+    with pytest.raises(PipelineError, match="2 en lines, 1 ro lines"):
+        tokenised_corpus(str(tmp_path / "train"), "en", "ro")
+
+
+def test_a_word_for_word_corpus_is_aligned_one_to_one():
+    """Sentences of a made-up language pair translated word by word (same order): every
+    direction finds the diagonal."""
+    rng = random.Random(0)
+    vocabulary = [f"w{i}" for i in range(40)]
+    translate = {w: f"t{i}" for i, w in enumerate(vocabulary)}
+    corpus = []
+    for _ in range(400):
+        words = rng.sample(vocabulary, rng.randint(3, 8))
+        corpus.append((" ".join(words), " ".join(translate[w] for w in words)))
+    tests = [(words, [translate[w] for w in words]) for words in
+             (rng.sample(vocabulary, 6) for _ in range(20))]
+    links = eflomal_links(corpus, tests)
+    assert list(links) == list(DIRECTIONS)
+    gold = [GoldAlignment(frozenset((i, i) for i in range(len(a))), frozenset((i, i) for i in range(len(a))))
+            for a, _ in tests]
+    for name in ("forward", "reverse", "intersection"):
+        assert alignment_scores(links[name], gold).aer < 0.05, name
+    for f, r, i, u in zip(*(links[name] for name in DIRECTIONS)):
+        assert i == f & r and u == f | r

@@ -32,6 +32,12 @@ and the run's label; a difference is a one-line error naming both sides
 Selection statistics (plan key ``selection``: ``{"conll": CONLL_FILE, "systems": [...]}``,
 systems by default every system but each study's baseline): which runs are analysed
 (:meth:`Plan.analysed`) and where their ``selection.json`` is kept (:meth:`Plan.selection_file`).
+
+Word alignments (plan key ``alignment``: ``{"bitext": FILE, "gold": FILE, "pairs": [...],
+"systems": [...]}``, systems by default every system): the runs of those pairs whose
+``checkpoint_best.pt`` ``ssan-align`` scores against the gold links (:meth:`Plan.aligned`), with
+the cross attention's weights, and with its selection too for a system that selects there
+(:meth:`Plan.alignment_maps`); kept as ``alignment.MAP.json`` (:meth:`Plan.alignment_file`).
 """
 
 import difflib
@@ -91,6 +97,16 @@ class Selection:
 
 
 @dataclass
+class Alignment:
+    """Word alignments scored after decoding (plan key ``alignment``)."""
+
+    bitext: str  # tokenised "A ||| B" pairs, resolved
+    gold: str  # their gold links, resolved
+    pairs: List[str]  # the plan's pairs whose runs are aligned
+    systems: Optional[List[str]] = None  # None: every system
+
+
+@dataclass
 class Study:
     name: str
     pairs: List[str]
@@ -124,6 +140,7 @@ class Plan:
     archive: Optional[str] = None  # committed copy of finished runs (module docstring)
     decode: List[str] = field(default_factory=list)  # extra ssan-evaluate-bleu decoding flags
     selection: Optional[Selection] = None  # selection statistics after decoding
+    alignment: Optional[Alignment] = None  # word alignments scored after decoding
     path: Optional[str] = None  # the file the plan was read from
 
     @classmethod
@@ -144,9 +161,13 @@ class Plan:
             if selection is not None:
                 selection = Selection(**{**selection,
                                          "conll": _resolve(selection["conll"], root)})
+            alignment = raw.get("alignment")
+            if alignment is not None:
+                alignment = Alignment(**{**alignment, "bitext": _resolve(alignment["bitext"], root),
+                                         "gold": _resolve(alignment["gold"], root)})
             plan = cls(pairs=pairs, systems=systems, studies=studies, seeds=raw["seeds"],
                        base_updates=raw["updates"]["base"], more_updates=raw["updates"]["more"],
-                       train=raw["train"], selection=selection, path=str(path),
+                       train=raw["train"], selection=selection, alignment=alignment, path=str(path),
                        **{k: raw[k] for k in ("save_interval", "threads", "beam", "archive", "decode")
                           if k in raw})
         except (KeyError, TypeError) as err:
@@ -218,6 +239,13 @@ class Plan:
                 if name not in self.systems:
                     raise PipelineError(f"{path}: selection.systems names unknown system "
                                         f"{name!r}")
+        if self.alignment is not None:
+            for name in self.alignment.systems or ():
+                if name not in self.systems:
+                    raise PipelineError(f"{path}: alignment.systems names unknown system {name!r}")
+            for name in self.alignment.pairs:
+                if name not in self.pairs:
+                    raise PipelineError(f"{path}: alignment.pairs names unknown pair {name!r}")
 
     # ---------------------------------------------------------------- borrowed runs
     def load_borrowed(self, path, root=ROOT, _loading=()) -> None:
@@ -303,6 +331,24 @@ class Plan:
         if self.selection.systems is not None:
             return run.system.name in self.selection.systems
         return not run.is_baseline()
+
+    def aligned(self, run: "Run") -> bool:
+        """Whether the plan scores ``run``'s word alignments."""
+        if self.alignment is None or run.pair.name not in self.alignment.pairs:
+            return False
+        return self.alignment.systems is None or run.system.name in self.alignment.systems
+
+    def alignment_maps(self, run: "Run") -> List[str]:
+        """The maps ``run`` is aligned with: ``weights``, and ``selection`` when its system
+        selects at the cross site (``--cross-selector`` other than ``none``)."""
+        flags = list(run.system.flags) + list(run.study.flags)
+        cross = [flags[i + 1] for i, flag in enumerate(flags[:-1]) if flag == "--cross-selector"]
+        return ["weights"] + (["selection"] if cross and cross[-1] != "none" else [])
+
+    def alignment_file(self, run: "Run", kind: str, out=None) -> Optional[Path]:
+        """Where ``run``'s ``alignment.KIND.json`` is kept: this plan's archive, else ``out``."""
+        root = Path(self.archive) if self.archive else (Path(out) if out is not None else None)
+        return None if root is None else run.directory(root) / f"alignment.{kind}.json"
 
     def selection_file(self, run: "Run", out=None) -> Optional[Path]:
         """Where ``run``'s ``selection.json`` is kept: this plan's archive, else ``out``."""
@@ -506,7 +552,7 @@ _TYPES = {  # predicate, what it is called in an error
 }
 _PLAN_KEYS = {"seeds": "ints", "train": "strs", "save_interval": "int", "threads": "int",
               "beam": "int", "archive": "str", "decode": "strs", "_comment": "str",
-              "selection": None}
+              "selection": None, "alignment": None}
 _PAIR_KEYS = {"raw": "str", "src": "str", "tgt": "str", "prepare": "strs", "make": "strs"}
 _SYSTEM_KEYS = {"arch": "str", "criterion": "str", "flags": "strs", "warm_from": "str",
                 "pairs": "strs", "seeds": "ints"}
@@ -514,10 +560,11 @@ _STUDY_KEYS = {"name": "str", "pairs": "strs", "systems": "strs", "flags": "strs
                "seeds": "seeds", "borrow": None}
 _BORROW_KEYS = {"plan": "str", "study": "str", "system": "str", "out": "str"}
 _SELECTION_KEYS = {"conll": "str", "systems": "strs"}
+_ALIGNMENT_KEYS = {"bitext": "str", "gold": "str", "pairs": "strs", "systems": "strs"}
 _REQUIRED = {"plan": ("seeds", "updates", "train", "pairs", "systems", "studies"),
              "pair": ("raw", "src", "tgt"), "system": ("arch", "criterion"),
              "study": ("name", "pairs", "systems"), "borrow": ("plan", "study", "system", "out"),
-             "selection": ("conll",)}
+             "selection": ("conll",), "alignment": ("bitext", "gold", "pairs")}
 
 
 def _check_keys(obj, keys: dict, required, where: str, path) -> None:
@@ -579,6 +626,8 @@ def check_plan_types(raw, path) -> None:
     if "selection" in raw:
         _check_keys(raw["selection"], _SELECTION_KEYS, _REQUIRED["selection"], "selection",
                     path)
+    if "alignment" in raw:
+        _check_keys(raw["alignment"], _ALIGNMENT_KEYS, _REQUIRED["alignment"], "alignment", path)
 
 
 @dataclass

@@ -45,6 +45,11 @@ plan's archive (or its ``out``) for the pooled tables, and before the first trai
 it checks that its own prepared data equals the other runner's, file by file, when that exists
 (:func:`data_fingerprint`).
 
+Word alignments (plan key ``alignment``): after a run of an aligned pair is decoded,
+``ssan-align`` scores its ``checkpoint_best.pt`` against the plan's gold links, with each map
+of ``Plan.alignment_maps``, archived as ``ARCHIVE/STUDY/PAIR/SYSTEM@SEED/alignment.MAP.json``
+(relative paths), once, as the selection statistics below.
+
 Selection statistics (plan key ``selection``): after a run is decoded, the selection statistics
 of ``ssan-selection-stats`` (by word class and distance, on the CoNLL file's words) of its
 ``checkpoint_best.pt`` are archived as ``ARCHIVE/STUDY/PAIR/SYSTEM@SEED/selection.json``
@@ -372,6 +377,62 @@ class Runner:
         os.replace(tmp, dest)
         return dest
 
+    # ------------------------------------------------------------------ word alignments
+    def alignment_state(self, run: Run) -> Optional[str]:
+        """None (not aligned), archived, pending, todo or "no checkpoint", as selection_state."""
+        if not self.plan.aligned(run):
+            return None
+        if all(self.plan.alignment_file(run, kind, self.out).is_file()
+               for kind in self.plan.alignment_maps(run)):
+            return "archived"
+        if self.state(run) not in ("decoded", "archived"):
+            return "pending"
+        checkpoint, data = self.selection_inputs(run)
+        return "todo" if checkpoint.is_file() and (data / "manifest.json").is_file() \
+            else "no checkpoint"
+
+    def align(self, run: Run) -> List[Path]:
+        """The run's word alignments (``ssan-align`` on the plan's bitext and gold with its
+        ``checkpoint_best.pt``, each map of ``Plan.alignment_maps``) archived as
+        ``alignment.MAP.json`` with relative paths, once each; [] when the plan does not align
+        the run or its checkpoint is not here."""
+        if not self.plan.aligned(run):
+            return []
+        if (run.borrowed is not None or not self.dry_run) and \
+                self.state(run) not in ("decoded", "archived"):
+            return []
+        checkpoint, data = self.selection_inputs(run)
+        written = []
+        for kind in self.plan.alignment_maps(run):
+            dest = self.plan.alignment_file(run, kind, self.out)
+            if dest.is_file():
+                written.append(dest)
+                continue
+            if not self.dry_run and not (checkpoint.is_file() and (data / "manifest.json").is_file()):
+                print(f"[alignment] {run.key}: no {relativize_text(str(checkpoint))} with its data "
+                      f"here, skipped", flush=True)
+                return written
+            work = run.directory(self.out)
+            raw = work / f"alignment.{kind}.raw.json"
+            print(f"[alignment] {run.key} ({kind})", flush=True)
+            self._child([self.python, "-m", "ssan_plugin.commands.align", "--data", data,
+                         "--checkpoint", checkpoint, "--bitext", self.plan.alignment.bitext,
+                         "--gold", self.plan.alignment.gold, "--map", kind, "--out", raw,
+                         "--overwrite"], work / f"alignment.{kind}.log")
+            if self.dry_run:
+                continue
+            with open(raw, encoding="utf-8") as f:
+                report = json.load(f)
+            record = {"run": run.key, **report, "checkpoint": str(checkpoint), "data": str(data)}
+            if run.borrowed is not None:
+                record["borrowed"] = {"plan": run.borrowed.plan, "run": self.plan.source_run(run).key}
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            tmp = dest.with_name(dest.name + ".tmp")
+            tmp.write_text(relativize_text(json.dumps(record, indent=1) + "\n"), encoding="utf-8")
+            os.replace(tmp, dest)
+            written.append(dest)
+        return written
+
     def check_borrowed_data(self, pair: Pair, data: Path) -> None:
         """Before this plan trains on ``pair``: its prepared data equals, file by file
         (:func:`data_fingerprint`), the data of every runner it borrows runs of the pair from,
@@ -456,6 +517,9 @@ class Runner:
             selection = self.selection_state(run)
             if selection is not None:
                 row["selection"] = selection
+            alignment = self.alignment_state(run)
+            if alignment is not None:
+                row["alignment"] = alignment
             rows.append(row)
         return rows
 
@@ -476,11 +540,13 @@ class Runner:
                                 ([only] if isinstance(only, str) else only)):
                 continue
             save = run.directory(self.out)
-            if run.borrowed is not None:  # never trained here; its selection when possible
+            if run.borrowed is not None:  # never trained here; its analyses when possible
                 self.analyse(run)
+                self.align(run)
                 continue
             if self.archive_dir(run) is not None:
                 self.analyse(run)  # killed after archiving, or archived before analysis
+                self.align(run)
                 continue
             if (save / "test.json").is_file():
                 results = self.results_path(run.study, run.pair, "json")
@@ -490,6 +556,7 @@ class Runner:
                     self.archive(run)
                     self.pooled_report(run.study, run.pair, self.prepare(run.pair))
                 self.analyse(run)
+                self.align(run)
                 continue
             if limit is not None and trained >= limit:
                 print(f"stopping after {limit} training(s); run again to continue", flush=True)
@@ -503,5 +570,6 @@ class Runner:
                 self.decode(run, data, save)
             self.archive(run)
             self.analyse(run)
+            self.align(run)
             self.pooled_report(run.study, run.pair, data)  # results as they come
         print("plan complete" if not only else f"runs matching {only!r} complete", flush=True)

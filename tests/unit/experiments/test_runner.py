@@ -299,3 +299,63 @@ def process_state(pid: int) -> str:
             return f.read().rsplit(")", 1)[1].split()[0]
     except (FileNotFoundError, ProcessLookupError, IndexError):
         return "gone"
+
+
+def test_word_alignments_are_archived_once_per_map_with_relative_paths(tmp_path, monkeypatch):
+    """A plan's ``alignment``: each decoded run of an aligned pair gets ``ssan-align`` on its
+    checkpoint, the cross attention's weights always and its selection for a system with a
+    --cross-selector; archived once per map with relative paths; a run whose checkpoint is not
+    here is skipped."""
+    from ssan_plugin.experiments import runner as runner_module
+
+    monkeypatch.setattr(runner_module, "ROOT", tmp_path)
+
+    def edit(borrower):
+        borrower["alignment"] = {"bitext": "gold/test.ro-en", "gold": "gold/test.gold", "pairs": ["a"]}
+        borrower["systems"]["other"]["flags"] = ["--cross-selector", "topk"]
+
+    path = source_and_borrower(tmp_path, borrower_edit=edit)
+    bad = json.loads(path.read_text())
+    bad["alignment"]["pairs"] = ["zz"]
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    with pytest.raises(PipelineError, match="alignment.pairs names unknown pair 'zz'"):
+        Plan.load(tmp_path / "bad.json")
+    plan = Plan.load(path)
+    runs = {run.key: run for run in plan.runs()}
+    assert plan.alignment_maps(runs["s/a/base@1"]) == ["weights"]
+    assert plan.alignment_maps(runs["s/a/other@1"]) == ["weights", "selection"]
+    fake_decoded(tmp_path / "archive" / "s" / "a" / "other@1", "other@1")
+    own = tmp_path / "out" / "s" / "a" / "other@1"
+    own.mkdir(parents=True)
+    (own / "checkpoint_best.pt").write_text("")
+    (tmp_path / "out" / "data" / "a").mkdir(parents=True)
+    (tmp_path / "out" / "data" / "a" / "manifest.json").write_text("{}")
+    calls = []
+
+    def child(self, cmd, log, progress=None):
+        cmd = [str(c) for c in cmd]
+        calls.append(cmd)
+        log.parent.mkdir(parents=True, exist_ok=True)
+        Path(cmd[cmd.index("--out") + 1]).write_text(json.dumps(
+            {"map": cmd[cmd.index("--map") + 1], "rule_layer": 0, "layers": []}))
+
+    monkeypatch.setattr(Runner, "_child", child)
+    monkeypatch.setattr(runner_module, "relativize_text",
+                        lambda text: text.replace(f"{tmp_path}/", ""))
+    runner = Runner(plan, tmp_path / "out")
+    assert runner.alignment_state(runs["s/a/other@1"]) == "todo"
+    written = runner.align(runs["s/a/other@1"])
+    archive = tmp_path / "archive" / "s" / "a" / "other@1"
+    assert written == [archive / "alignment.weights.json", archive / "alignment.selection.json"]
+    assert [cmd[cmd.index("--map") + 1] for cmd in calls] == ["weights", "selection"]
+    assert calls[0][calls[0].index("--bitext") + 1] == str(ROOT / "gold" / "test.ro-en")  # the project's
+    assert calls[0][calls[0].index("--checkpoint") + 1] == str(own / "checkpoint_best.pt")
+    record = json.loads(written[1].read_text())
+    assert record == {"run": "s/a/other@1", "map": "selection", "rule_layer": 0, "layers": [],
+                      "checkpoint": "out/s/a/other@1/checkpoint_best.pt", "data": "out/data/a"}
+    assert runner.align(runs["s/a/other@1"]) == written and len(calls) == 2  # done once
+    assert runner.alignment_state(runs["s/a/other@1"]) == "archived"
+    # a borrowed run decoded in its plan whose checkpoint is not on this machine: skipped
+    fake_decoded(tmp_path / "src_archive" / "s" / "a" / "base@1", "base@1")
+    assert runner.alignment_state(runs["s/a/base@1"]) == "no checkpoint"
+    assert runner.align(runs["s/a/base@1"]) == [] and len(calls) == 2

@@ -293,6 +293,39 @@ def selectors_blocks(root: Path):
                            keep=("gumbel",), choose=2, next_pair=("postnorm", "en-ro"))
 
 
+def everywhere_blocks(root: Path):
+    """Selection at every attention (examples/everywhere/experiments.json): pre-norm En-De
+    verdicts against the borrowed baseline (SSAN in the encoder borrowed too), the development
+    losses and the rule, fixed before any run, that carries two systems to post-norm En-Ro
+    (study postnorm), each site's evaluation selection rate, the cost per site
+    (examples/everywhere/bench/*.json, benchmarks/bench_ssan.py --plan
+    examples/everywhere/bench_plan.json), and the En-Ro runs' AER on the WPT Ro-En gold beside
+    eflomal's (examples/everywhere/alignment/eflomal.ro-en.json)."""
+    from ssan_plugin.experiments.plan import Plan
+    from ssan_plugin.experiments.tables.bench import PROCESS_MEASURES
+    from ssan_plugin.experiments.tables.everywhere import alignment_table, site_rates_table
+    from ssan_plugin.experiments.tables.selectors import (check_carried_forward, cost_table,
+                                                          development_table, selector_power_table,
+                                                          selector_rows, verdict_table)
+
+    where = root / "examples" / "everywhere"
+    plan = Plan.load(where / "experiments.json", root)
+    bench_plan = Plan.load(where / "bench_plan.json", root)
+    rows = selector_rows(plan, "prenorm", "en-de", table="everywhere")
+    check_carried_forward(plan, "prenorm", "en-de", (), 2, "postnorm")
+    en_ro = selector_rows(plan, "postnorm", "en-ro", table="everywhere")
+    bench = sorted((where / "bench").glob("*.json")) if (where / "bench").is_dir() else []
+    return {"everywhere-verdicts": verdict_table(rows),
+            "everywhere-power": selector_power_table(rows),
+            "everywhere-rates": site_rates_table(plan, "prenorm", "en-de"),
+            "everywhere-development": development_table(plan, "prenorm", "en-de", (), 2),
+            "everywhere-en-ro-verdicts": verdict_table(en_ro),
+            "everywhere-alignment": alignment_table(plan, "postnorm", "en-ro",
+                                                    peer=where / "alignment" / "eflomal.ro-en.json"),
+            "everywhere-cost": cost_table(bench, bench_plan.studies[0].systems, PROCESS_MEASURES,
+                                          "examples/everywhere/bench/")}
+
+
 def variants_blocks(root: Path):
     """The efficiency study of examples/variants/README.md from its bench_encoder_layers.csv
     (benchmarks/bench_encoder_layers.py with its defaults, the last line of `make bench`)."""
@@ -319,6 +352,7 @@ FILES = {  # RESULTS file (relative to the root) -> its blocks
     "examples/stability/RESULTS.md": stability_blocks,
     "examples/pairs/RESULTS.md": pairs_blocks,
     "examples/selectors/RESULTS.md": selectors_blocks,
+    "examples/everywhere/RESULTS.md": everywhere_blocks,
     "examples/analysis/RESULTS.md": analysis_blocks,
     "examples/variants/README.md": variants_blocks,
 }

@@ -280,18 +280,21 @@ def development_table(plan, study: str, pair: str, keep: Sequence[str], choose: 
 
 
 # --------------------------------------------------------------------------- cost
-def cost_table(paths: Sequence[Path], systems: Sequence[str]) -> str:
+def cost_table(paths: Sequence[Path], systems: Sequence[str],
+               measures: Sequence[Tuple[str, str, str]] = COST_MEASURES,
+               where: str = "examples/selectors/bench/") -> str:
     """Markdown from ``benchmarks/bench_ssan.py --plan ... --json`` outputs, one block of rows
     per file: per system the medians of training words/s, teacher-forced scoring sentences/s
     and peak RSS, each with its ratio to the baseline of the same file, and the ratio of peak
     RSS above an idle ``import fairseq, ssan_plugin``. ``systems``: the order of the rows (the
-    study's); a system a file did not measure gets no row."""
+    study's); a system a file did not measure gets no row. ``measures``: the columns (label,
+    key of the medians, format), by default :data:`COST_MEASURES`; ``where``: the folder named
+    when there is no file."""
     if not paths:
-        return ("No cost archive yet: `examples/selectors/bench/` holds no "
-                "`bench_ssan.py --plan` JSON.")
+        return f"No cost archive yet: `{where}` holds no `bench_ssan.py --plan` JSON."
     out = ["| bench | system | " + " | ".join(f"{label} | / baseline"
-                                               for label, _, _ in COST_MEASURES)
-           + " | peak RSS above idle / baseline |", "|---|---|" + "---|---|" * len(COST_MEASURES)
+                                               for label, _, _ in measures)
+           + " | peak RSS above idle / baseline |", "|---|---|" + "---|---|" * len(measures)
            + "---|"]
     for path in paths:
         record = archive_json(path)
@@ -301,7 +304,7 @@ def cost_table(paths: Sequence[Path], systems: Sequence[str]) -> str:
                                f"them")
         idle = archived_value(path, "idle_rss_mib", data=record)
         # a measure the file lacks (bench_ssan.py --modes without score_sps) is shown as —
-        keys = [key for _, key, _ in COST_MEASURES if key in measured["baseline"]]
+        keys = [key for _, key, _ in measures if key in measured["baseline"]]
         base = {key: archived_value(path, "median", "baseline", key, data=record) for key in keys}
         corpus = archived_value(path, "corpus", number=False, data=record)
         pieces = archived_value(path, "mean_source_pieces", data=record)
@@ -312,7 +315,7 @@ def cost_table(paths: Sequence[Path], systems: Sequence[str]) -> str:
         for system in [s for s in systems if s in measured]:
             values = {key: archived_value(path, "median", system, key, data=record) for key in keys}
             cells = []
-            for _, key, fmt in COST_MEASURES:
+            for _, key, fmt in measures:
                 cells += [fmt.format(values[key]), f"{values[key] / base[key]:.3f}"] \
                     if key in values else ["—", "—"]
             above = (values["peak_rss_mib"] - idle) / (base["peak_rss_mib"] - idle)

@@ -1,0 +1,110 @@
+"""Tables of selection at every attention (``examples/everywhere``): the selector head-to-head's
+tables (:mod:`.selectors`: verdicts with the seed-level test and Holm, the development losses
+and the rule that carries systems to En-Ro, the cost) plus two of its own:
+
+- :func:`site_rates_table`: per system, the evaluation selection rate of each site (encoder,
+  decoder self-attention, cross attention): the mean over the site's layers of ``valid_sel_L``
+  (``L`` = ``3``, ``dec3``, ``cross3``) in the validation record that chose
+  ``checkpoint_best.pt``, averaged over seeds;
+- :func:`alignment_table`: per system of an aligned pair, the AER (and precision, recall) of its
+  runs' archived ``alignment.MAP.json`` (``ssan-align`` at the layer its rule fixed in advance),
+  mean ± sd over seeds, with the statistical peer (eflomal, mean ± sd over its runs) beside.
+
+Every function works on whatever is archived: no run, some, or all.
+"""
+
+import re
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from .archives import archive_json, archived_value
+from .blocks import ResultsError
+from .selectors import _study, best_validation, head_to_head_runs
+from .verdicts import mean_sd
+
+#: the sites of a layer label's prefix, in table order
+SITE_OF_PREFIX = (("cross", "cross attention"), ("dec", "decoder self-attention"),
+                  ("", "encoder self-attention"))
+SITES = tuple(label for _, label in reversed(SITE_OF_PREFIX))
+RATE_KEY = re.compile(r"^valid_sel_((?:dec|cross)?\d+)$")
+
+
+def site_of(label: str) -> str:
+    for prefix, site in SITE_OF_PREFIX:
+        if label.startswith(prefix) and label[len(prefix):].isdigit():
+            return site
+    raise ResultsError(f"not a layer label: {label!r}")
+
+
+def site_rates(run_dir: Path) -> Dict[str, float]:
+    """{site: mean valid_sel_L over its layers} of the validation that chose the best
+    checkpoint; sites without a selective layer are absent."""
+    record = best_validation(run_dir)
+    by_site: Dict[str, List[float]] = {}
+    for key, value in record.items():
+        match = RATE_KEY.match(key)
+        if match:
+            rate = float(value)
+            if not np.isfinite(rate):
+                raise ResultsError(f"{run_dir / 'curve.jsonl'}: {key} {value!r} is not a finite number")
+            by_site.setdefault(site_of(match.group(1)), []).append(rate)
+    return {site: float(np.mean(rates)) for site, rates in by_site.items()}
+
+
+def site_rates_table(plan, study: str, pair: str) -> str:
+    """Markdown, one row per system of ``study`` on ``pair``: its seeds and, per site, the
+    evaluation selection rate (mean ± sd over seeds; — where the site does not select)."""
+    out = ["| system | seeds | " + " | ".join(SITES) + " |", "|---|---|" + "---|" * len(SITES)]
+    for system, runs in head_to_head_runs(plan, study, pair).items():
+        per_seed = [site_rates(where) for _, (where, _) in sorted(runs.items())]
+        cells = [mean_sd([rates[site] for rates in per_seed if site in rates], 3) for site in SITES]
+        seeds = " ".join(map(str, sorted(runs))) or "none yet"
+        out.append(f"| {system} | {seeds} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def rule_scores(path: Path) -> Dict[str, float]:
+    """AER, precision and recall of the rule's layer of one ``alignment.MAP.json``."""
+    record = archive_json(path)
+    layer = archived_value(path, "rule_layer", data=record)
+    layers = archived_value(path, "layers", number=False, data=record)
+    if not isinstance(layers, list) or not 0 <= int(layer) < len(layers):
+        raise ResultsError(f"{path}: key 'rule_layer' {layer!r} is not one of its layers")
+    return {key: archived_value(path, "layers", int(layer), key, data=record)
+            for key in ("aer", "precision", "recall")}
+
+
+def alignment_table(plan, study: str, pair: str, peer: Optional[Path] = None,
+                    maps: Sequence[str] = ("weights", "selection")) -> str:
+    """Markdown, one row per system and map of ``study`` on ``pair`` with archived alignments:
+    AER, precision and recall (percent, mean ± sd over seeds) at the rule's layer; then the
+    peer's directions (``peer``: ``ssan-align --eflomal-train``'s JSON)."""
+    out = ["| aligner | map | seeds (runs) | AER | precision | recall |", "|---|---|---|---|---|---|"]
+    archive = Path(plan.archive) if plan.archive else None
+    for run_system in _study(plan, study).systems:
+        for kind in maps:
+            scores, seeds = [], []
+            for run in plan.runs():
+                if (run.study.name, run.pair.name, run.system.name) != (study, pair, run_system):
+                    continue
+                path = plan.alignment_file(run, kind) if archive else None
+                if path is not None and path.is_file():
+                    scores.append(rule_scores(path))
+                    seeds.append(run.seed)
+            if scores:
+                cells = [mean_sd([100 * s[key] for s in scores], 1) for key in ("aer", "precision", "recall")]
+                out.append(f"| {run_system} | {kind} | {' '.join(map(str, seeds))} | " + " | ".join(cells) + " |")
+    if peer is not None and Path(peer).is_file():
+        record = archive_json(peer)
+        runs = archived_value(peer, "runs", data=record)
+        for k, _ in enumerate(archived_value(peer, "directions", number=False, data=record)):
+            name = archived_value(peer, "directions", k, "direction", number=False, data=record)
+            cells = [mean_sd([100 * v for v in archived_value(peer, "directions", k, f"{key}_runs",
+                                                               number=False, data=record)], 1)
+                     for key in ("aer", "precision", "recall")]
+            out.append(f"| eflomal (peer) | {name} | ({int(runs)} runs) | " + " | ".join(cells) + " |")
+    if len(out) == 2:
+        return "No alignment archived yet."
+    return "\n".join(out)

@@ -1,0 +1,62 @@
+"""ssan_plugin/experiments/tables/everywhere.py on made archives: each site's rate is the mean of
+its layers' valid_sel at the best validation, then over seeds; the alignment table reads the
+rule's layer of each run's alignment.MAP.json and the peer's runs; damaged archives are one
+line."""
+
+import json
+
+import pytest
+
+from helpers.experiment_plans import fake_decoded, plan_file
+from ssan_plugin.experiments.plan import Plan
+from ssan_plugin.experiments.tables.blocks import ResultsError
+from ssan_plugin.experiments.tables.everywhere import (alignment_table, site_of, site_rates,
+                                                       site_rates_table)
+
+
+def curve(directory, *records):
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "curve.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def test_site_rates_are_the_mean_of_each_sites_layers_at_the_best_validation(tmp_path):
+    run = tmp_path / "run"
+    curve(run, {"kind": "valid", "valid_loss": 5.0, "valid_sel_0": 0.1, "valid_sel_dec0": 0.1},
+          {"kind": "valid", "valid_loss": 4.0, "valid_sel_0": 0.5, "valid_sel_1": 0.7,
+           "valid_sel_dec0": 0.2, "valid_sel_cross0": 0.9, "valid_sel_cross1": 0.7, "valid_sel": 0.4})
+    assert site_rates(run) == pytest.approx({"encoder self-attention": 0.6, "decoder self-attention": 0.2,
+                                             "cross attention": 0.8})
+    assert [site_of(label) for label in ("3", "dec3", "cross12")] == \
+        ["encoder self-attention", "decoder self-attention", "cross attention"]
+    curve(run, {"kind": "valid", "valid_loss": 4.0, "valid_sel_dec0": "nan"})
+    with pytest.raises(ResultsError, match="valid_sel_dec0 'nan' is not a finite number"):
+        site_rates(run)
+
+
+def test_the_tables_read_the_archives(tmp_path):
+    path = plan_file(tmp_path, studies=[{"name": "s", "pairs": ["a"], "systems": ["base", "ssan"]}])
+    spec = json.loads(path.read_text())
+    spec.update(archive=str(tmp_path / "archive"), seeds=[1, 2],
+                alignment={"bitext": "x.a-b", "gold": "x.gold", "pairs": ["a"]})
+    path.write_text(json.dumps(spec))
+    plan = Plan.load(path)
+    for seed, (rate, aer) in ((1, (0.4, 0.30)), (2, (0.6, 0.40))):
+        run = tmp_path / "archive" / "s" / "a" / f"ssan@{seed}"
+        fake_decoded(run, f"ssan@{seed}")
+        curve(run, {"kind": "valid", "valid_loss": 4.0, "valid_sel_cross0": rate})
+        layers = [{"layer": 0, "aer": 0.9, "precision": 0.1, "recall": 0.1},
+                  {"layer": 1, "aer": aer, "precision": 0.7, "recall": 0.6}]
+        (run / "alignment.weights.json").write_text(json.dumps({"rule_layer": 1, "layers": layers}))
+    table = site_rates_table(plan, "s", "a")
+    assert "| ssan | 1 2 | — | — | 0.500 ± 0.141 |" in table
+    peer = tmp_path / "peer.json"
+    peer.write_text(json.dumps({"runs": 2, "directions": [
+        {"direction": "forward", "aer_runs": [0.3, 0.5], "precision_runs": [0.8, 0.8],
+         "recall_runs": [0.5, 0.7]}]}))
+    table = alignment_table(plan, "s", "a", peer=peer)
+    assert "| ssan | weights | 1 2 | 35.0 ± 7.1 | 70.0 ± 0.0 | 60.0 ± 0.0 |" in table
+    assert "| eflomal (peer) | forward | (2 runs) | 40.0 ± 14.1 | 80.0 ± 0.0 | 60.0 ± 14.1 |" in table
+    (tmp_path / "archive" / "s" / "a" / "ssan@2" / "alignment.weights.json").write_text(
+        json.dumps({"rule_layer": 5, "layers": []}))
+    with pytest.raises(ResultsError, match="key 'rule_layer' 5 is not one of its layers"):
+        alignment_table(plan, "s", "a")

@@ -65,9 +65,13 @@ def main(argv=None) -> int:
     if (args.eflomal_train is not None and model_given) or \
             (args.eflomal_train is None and not (args.data and args.checkpoint)):
         parser.error("give --data and --checkpoint (a model), or --eflomal-train (the peer)")
+    side_a, side_b = bitext_langs(args.bitext, args.langs)
     outputs = [output_file("--out", args.out)] + ([output_file("--links", args.links)] if args.links else [])
+    corpus = [Input("--eflomal-train", f"{args.eflomal_train}.{lang}") for lang in (side_a, side_b)
+              if args.eflomal_train]
     guard_outputs(outputs, [Input("--data", args.data), Input("--checkpoint", args.checkpoint),
-                            Input("--bitext", args.bitext), Input("--gold", args.gold)], args.overwrite)
+                            Input("--bitext", args.bitext), Input("--gold", args.gold), *corpus],
+                  args.overwrite)
     from tqdm import tqdm
 
     from ssan_plugin.analysis.alignments import LAYER_RULE, forced_alignments
@@ -75,7 +79,6 @@ def main(argv=None) -> int:
     from ssan_plugin.translation.alignment import (alignment_scores, check_links, format_links,
                                                    read_bitext, read_gold)
 
-    side_a, side_b = bitext_langs(args.bitext, args.langs)
     pairs = read_bitext(args.bitext)
     gold = read_gold(args.gold) if args.gold else None
     if gold is not None:

@@ -74,6 +74,8 @@ def w(tmp_path_factory):
     """Small inputs of every kind the commands read (the guard reads none of them)."""
     d = tmp_path_factory.mktemp("guard")
     (d / "text.en").write_text("a house .\nthe cat .\n")
+    (d / "bitext.en-de").write_text("a house . ||| ein Haus .\n")
+    (d / "gold.txt").write_text("1-1 2-2 3-3\n")
     (d / "ref.de").write_text("ein Haus .\ndie Katze .\n")
     (d / "hyp_a.de").write_text("ein Haus .\ndie Katze .\n")
     (d / "hyp_b.de").write_text("ein Hund .\ndie Katze .\n")
@@ -130,6 +132,15 @@ def _a(d, o):
 
 
 SPECS = [
+    ("align",
+     lambda d, o: ["--data", d / "bin", "--checkpoint", d / "ck.pt", "--bitext", d / "bitext.en-de",
+                   "--gold", d / "gold.txt", "--out", o["--out"], "--links", o["--links"]],
+     {"--out": "a.json", "--links": "a.links"},
+     ["bitext.en-de", "gold.txt", "ck.pt", "bin/manifest.json", "bin"], []),
+    ("align",
+     lambda d, o: ["--eflomal-train", d / "raw" / "train", "--bitext", d / "bitext.en-de",
+                   "--out", o["--out"]],
+     {"--out": "a.json"}, ["bitext.en-de", "raw/train.en", "raw/train.de"], []),
     ("analysis_report", _a, {"--md": "r.md", "--png": "r.png"},
      ["analysis/trees.a.json", "analysis/probe_bshift.a.json", "analysis"], []),
     ("average_checkpoints",

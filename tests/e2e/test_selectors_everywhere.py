@@ -272,6 +272,9 @@ def test_decoding_options(data, reference, tmp_path, name):
 
     beam, refs = gen("beam")
     assert sorted(beam) == list(range(N_TEST)) and all(len(h) == 1 for h in beam.values())
+    # an ensemble of the model with itself (fairseq's EnsembleModel, one incremental state a
+    # model): the same translations and scores
+    same_translations(generate(data[1], f"{checkpoint}:{checkpoint}", tmp_path / "ensemble")[0], beam)
     # evaluation draws no noise: another seed, the same output
     assert gen("seed", "--seed", "2")[0] == beam
 

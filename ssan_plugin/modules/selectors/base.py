@@ -108,6 +108,9 @@ class Selection:
 #: where attention selects: encoder self-attention, decoder self-attention (causal: a query
 #: never sees a later key) and encoder-decoder ("cross") attention
 SITES = ("encoder", "decoder", "cross")
+#: the option that names each site's selector
+SITE_OPTIONS = {"encoder": "--encoder-selector", "decoder": "--decoder-selector",
+                "cross": "--cross-selector"}
 
 
 def sentence_positions(key_padding_mask: Optional[Tensor], length: int, device) -> Tensor:
@@ -630,7 +633,7 @@ class SelectorMultiheadAttention(SelectionReporter, MultiheadAttention):
             raise OptionError(
                 f"{prefix}selector_name: the checkpoint's layer was trained with the "
                 f"{tensor_name(stored)} selector, this model has {self.selector.name}; a "
-                f"checkpoint decodes and resumes as what it trained (leave --encoder-selector, "
+                f"checkpoint decodes and resumes as what it trained (leave {SITE_OPTIONS[self.site]}, "
                 f"--ssan-selection and --model-overrides' selector unchanged)")
         if stored is None:
             own = set(self.state_dict())

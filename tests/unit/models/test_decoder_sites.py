@@ -189,3 +189,15 @@ def test_site_options_override_one_site_and_bad_ones_are_refused(tiny_bin):
     with pytest.raises(OptionError, match="--topk must be an integer"):
         build(tiny_bin, ["--arch", "selective_transformer", "--decoder-selector", "topk",
                          "--decoder-selector-args", "topk=2.5"])
+
+
+def test_a_decoder_sites_checkpoint_loads_only_as_the_selector_it_trained(tiny_bin):
+    """The cross site's selector travels with the checkpoint: loading top-k's cross attention as
+    entmax's stops in one line naming both and the cross site's option."""
+    _, trained, _ = site_model(tiny_bin, "cross", "topk")
+    _, other, _ = site_model(tiny_bin, "cross", "entmax")
+    state = trained.state_dict()
+    with pytest.raises(OptionError, match=r"decoder.layers.0.encoder_attn.selector_name: the checkpoint's "
+                                          r"layer was trained with the topk selector, this model has "
+                                          r"entmax.*leave --cross-selector"):
+        other.upgrade_state_dict_named(state, "")

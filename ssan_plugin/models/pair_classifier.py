@@ -46,7 +46,8 @@ from ..modules.selection import SelectionStats
 from ..pairs.relatedness import check_relatedness_loss, relatedness_scores
 from .architectures import transformer_small
 from .variant_transformer import VariantTransformerEncoder
-from .variants import ENCODER_CHOICES, ENCODER_VARIANTS, EncoderModelOptions, encoder_field
+from .variants import (ENCODER_CHOICES, ENCODER_VARIANTS, EncoderModelOptions, encoder_field,
+                       refuse_decoder_sites)
 
 POOLINGS = ("mean", "source2token")
 
@@ -117,6 +118,7 @@ class PairClassifierModel(BaseFairseqModel):
     @classmethod
     def build_model(cls, args, task):
         options = PairClassifierOptions.from_args(args)
+        refuse_decoder_sites(args, "sentence-pair classifier")
         words = task.source_dictionary
         dim = args.encoder_embed_dim
         embed_tokens = Embedding(len(words), dim, words.pad())

@@ -37,7 +37,8 @@ from fairseq.models.transformer import Embedding
 from fairseq.models.transformer.transformer_legacy import base_architecture
 
 from .variant_transformer import VariantTransformerEncoder
-from .variants import ENCODER_CHOICES, ENCODER_VARIANTS, EncoderModelOptions, encoder_field
+from .variants import (ENCODER_CHOICES, ENCODER_VARIANTS, EncoderModelOptions, encoder_field,
+                       refuse_decoder_sites)
 from ..errors import OptionError
 
 CLASSIFIERS = ("linear", "predicate-mlp")
@@ -197,6 +198,7 @@ class SRLTaggerModel(FairseqEncoderModel):
     @classmethod
     def build_model(cls, args, task):
         options = SRLTaggerOptions.from_args(args)
+        refuse_decoder_sites(args, "SRL tagger")
         words = task.source_dictionary
         embed_tokens = Embedding(len(words), args.encoder_embed_dim, words.pad())
         variant = ENCODER_VARIANTS[options.srl_encoder]

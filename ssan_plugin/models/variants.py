@@ -38,6 +38,16 @@ ENCODER_VARIANTS: Dict[str, Optional[type]] = {
 }
 
 
+def refuse_decoder_sites(args, model: str) -> None:
+    """An encoder-only model has no decoder: ``--decoder-selector`` / ``--cross-selector`` (which
+    its parser lists with the selective family's options) are refused unless left at none."""
+    for option in ("decoder_selector", "cross_selector"):
+        value = getattr(args, option, None)
+        if value not in (None, "none"):
+            raise OptionError(f"{option_name(option)} {value}: the {model} has no decoder; "
+                              f"select in its encoder with --encoder-selector")
+
+
 # ---------------------------------------------------------------- the encoder choice
 
 ENCODER_CHOICES = ChoiceEnum(sorted(ENCODER_VARIANTS))

@@ -52,3 +52,15 @@ def test_every_pair_of_variants_shares_options_without_conflict():
         for name in (a, b):
             for option, default in declared_defaults(ENCODER_VARIANTS[name]).items():
                 assert parsed[option] == default, (a, b, option)
+
+
+def test_encoder_only_models_refuse_decoder_sites():
+    """The SRL tagger and the pair classifier build only an encoder: a decoder site's selector
+    given to them is refused in one line, never ignored."""
+    from ssan_plugin.errors import OptionError
+    from ssan_plugin.models.variants import refuse_decoder_sites
+
+    refuse_decoder_sites(argparse.Namespace(decoder_selector="none", cross_selector=None), "SRL tagger")
+    with pytest.raises(OptionError, match="--cross-selector topk: the SRL tagger has no decoder"):
+        refuse_decoder_sites(argparse.Namespace(decoder_selector="none", cross_selector="topk"),
+                             "SRL tagger")

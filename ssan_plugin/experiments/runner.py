@@ -333,11 +333,29 @@ class Runner:
             return None
         if self.plan.selection_file(run, self.out).is_file():
             return "archived"
+        return self.unarchived_state(run)
+
+    def inputs_here(self, run: Run) -> bool:
+        """Whether ``run``'s best checkpoint and its data (:meth:`selection_inputs`) are here."""
+        checkpoint, data = self.selection_inputs(run)
+        return checkpoint.is_file() and (data / "manifest.json").is_file()
+
+    def unarchived_state(self, run: Run) -> str:
+        """What an analysis of ``run`` not archived yet waits for: pending (the run is not
+        decoded), todo, or "no checkpoint" (its checkpoint or data is not here)."""
         if self.state(run) not in ("decoded", "archived"):
             return "pending"
-        checkpoint, data = self.selection_inputs(run)
-        return "todo" if checkpoint.is_file() and (data / "manifest.json").is_file() \
-            else "no checkpoint"
+        return "todo" if self.inputs_here(run) else "no checkpoint"
+
+    def write_analysis(self, run: Run, dest: Path, record: dict) -> None:
+        """``record`` (with, for a borrowed run, the run it analyses) written to ``dest`` with
+        relative paths, atomically."""
+        if run.borrowed is not None:
+            record["borrowed"] = {"plan": run.borrowed.plan, "run": self.plan.source_run(run).key}
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(dest.name + ".tmp")
+        tmp.write_text(relativize_text(json.dumps(record, indent=1) + "\n"), encoding="utf-8")
+        os.replace(tmp, dest)
 
     def analyse(self, run: Run) -> Optional[Path]:
         """The run's selection statistics (``ssan-selection-stats`` on the plan's CoNLL file
@@ -352,7 +370,7 @@ class Runner:
                 self.state(run) not in ("decoded", "archived"):
             return None  # a borrowed run still training in its plan: its best is not final
         checkpoint, data = self.selection_inputs(run)
-        if not self.dry_run and not (checkpoint.is_file() and (data / "manifest.json").is_file()):
+        if not self.dry_run and not self.inputs_here(run):
             print(f"[selection] {run.key}: no {relativize_text(str(checkpoint))} with its data "
                   f"here, skipped", flush=True)
             return None
@@ -366,15 +384,8 @@ class Runner:
             return None
         with open(raw, encoding="utf-8") as f:
             stats = json.load(f)
-        record = {"run": run.key, "checkpoint": str(checkpoint), "data": str(data)}
-        if run.borrowed is not None:
-            their_run = self.plan.source_run(run)
-            record["borrowed"] = {"plan": run.borrowed.plan, "run": their_run.key}
-        record.update(stats)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dest.with_name(dest.name + ".tmp")
-        tmp.write_text(relativize_text(json.dumps(record, indent=1) + "\n"), encoding="utf-8")
-        os.replace(tmp, dest)
+        self.write_analysis(run, dest, {"run": run.key, "checkpoint": str(checkpoint),
+                                        "data": str(data), **stats})
         return dest
 
     # ------------------------------------------------------------------ word alignments
@@ -385,11 +396,7 @@ class Runner:
         if all(self.plan.alignment_file(run, kind, self.out).is_file()
                for kind in self.plan.alignment_maps(run)):
             return "archived"
-        if self.state(run) not in ("decoded", "archived"):
-            return "pending"
-        checkpoint, data = self.selection_inputs(run)
-        return "todo" if checkpoint.is_file() and (data / "manifest.json").is_file() \
-            else "no checkpoint"
+        return self.unarchived_state(run)
 
     def align(self, run: Run) -> List[Path]:
         """The run's word alignments (``ssan-align`` on the plan's bitext and gold with its
@@ -408,7 +415,7 @@ class Runner:
             if dest.is_file():
                 written.append(dest)
                 continue
-            if not self.dry_run and not (checkpoint.is_file() and (data / "manifest.json").is_file()):
+            if not self.dry_run and not self.inputs_here(run):
                 print(f"[alignment] {run.key}: no {relativize_text(str(checkpoint))} with its data "
                       f"here, skipped", flush=True)
                 return written
@@ -423,13 +430,8 @@ class Runner:
                 continue
             with open(raw, encoding="utf-8") as f:
                 report = json.load(f)
-            record = {"run": run.key, **report, "checkpoint": str(checkpoint), "data": str(data)}
-            if run.borrowed is not None:
-                record["borrowed"] = {"plan": run.borrowed.plan, "run": self.plan.source_run(run).key}
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            tmp = dest.with_name(dest.name + ".tmp")
-            tmp.write_text(relativize_text(json.dumps(record, indent=1) + "\n"), encoding="utf-8")
-            os.replace(tmp, dest)
+            self.write_analysis(run, dest, {"run": run.key, **report, "checkpoint": str(checkpoint),
+                                            "data": str(data)})
             written.append(dest)
         return written
 

@@ -21,6 +21,7 @@ layer, the best layer for attention alignments in Garg et al. 2019; the only lay
 decoder); every layer is scored and reported beside it.
 """
 
+import contextlib
 from dataclasses import dataclass
 from typing import Dict, List, Sequence, Set, Tuple
 
@@ -29,8 +30,8 @@ from torch import Tensor
 
 from ..errors import PipelineError
 from ..modules.selection import SelectionReporter, selection_statistics
-from ..translation.pipeline import encode_lines
-from .inputs import EOS, AnalysisInput, Encoded
+from .inputs import AnalysisInput, Encoded
+from .maps import keeping_selection
 
 Link = Tuple[int, int]
 MAPS = ("weights", "selection")
@@ -41,40 +42,6 @@ LAYER_RULE = "penultimate decoder layer"
 def rule_layer(n_layers: int) -> int:
     """The 0-based decoder layer :data:`LAYER_RULE` picks of ``n_layers``."""
     return max(n_layers - 2, 0)
-
-
-def encode_target_words(inp: AnalysisInput, sentences: Sequence[Sequence[str]]) -> List[Encoded]:
-    """Target-side words -> Encoded (target dictionary), each word encoded on its own, as
-    ``AnalysisInput.encode_words`` does for the source."""
-    pipeline, dictionary = inp.pipeline, inp.task.target_dictionary
-    flat = [w for words in sentences for w in words]
-    pieces_of = iter(encode_lines(pipeline.tgt, pipeline.sp, flat) if flat else ())
-    out = []
-    for k, words in enumerate(sentences, 1):
-        pieces, index = [], []
-        for w, word in enumerate(words):
-            word_pieces = next(pieces_of).split()
-            if not word_pieces:
-                raise PipelineError(f"target sentence {k}: word {w + 1} {word!r} has no pieces")
-            pieces += word_pieces
-            index += [w] * len(word_pieces)
-        tokens = dictionary.encode_line(" ".join(pieces), add_if_not_exist=False, append_eos=True).long()
-        out.append(Encoded(tokens, pieces + [EOS], index + [-1]))
-    return out
-
-
-def encode_target_lines(inp: AnalysisInput, lines: Sequence[str]) -> List[Encoded]:
-    """Raw target sentences -> Encoded (target dictionary), each line encoded whole."""
-    for k, line in enumerate(lines, 1):
-        if not line.strip():
-            raise PipelineError(f"target sentence {k} is empty")
-    out = []
-    for pieces in encode_lines(inp.pipeline.tgt, inp.pipeline.sp, list(lines)):
-        pieces = pieces.split()
-        tokens = inp.task.target_dictionary.encode_line(" ".join(pieces), add_if_not_exist=False,
-                                                        append_eos=True).long()
-        out.append(Encoded(tokens, pieces + [EOS], [-1] * (len(pieces) + 1)))
-    return out
 
 
 def cross_selectors(model) -> List[SelectionReporter]:
@@ -105,7 +72,6 @@ def cross_attention_maps(model, source: Tensor, target: Tensor, kind: str) -> Li
     src = source.unsqueeze(0)
     maps: Dict[int, Tensor] = {}
     hooks, saved_need = [], []
-    selectors = cross_selectors(model)
     check_map(model, kind)
     for index in range(len(layers)):
         layer = layers[index]
@@ -114,18 +80,15 @@ def cross_attention_maps(model, source: Tensor, target: Tensor, kind: str) -> Li
         if kind == "weights":
             hooks.append(layer.encoder_attn.register_forward_hook(
                 lambda module, args, output, index=index: maps.__setitem__(index, head_mean(output[1]))))
-    for attention in selectors:
-        attention.keep_selection = kind == "selection"
+    keep = keeping_selection(model) if kind == "selection" else contextlib.nullcontext()
     try:
-        with selection_statistics(model, True if kind == "selection" else False):
+        with keep, selection_statistics(model, kind == "selection"):
             _, extra = model(src, torch.tensor([source.numel()]), prev)
     finally:
         for hook in hooks:
             hook.remove()
         for index, need in enumerate(saved_need):
             layers[index].need_attn = need
-        for attention in selectors:
-            attention.keep_selection = False
     if kind == "selection":
         for record in extra["selection_stats"]:
             if record.site == "cross":
@@ -169,15 +132,8 @@ def decoder_selection_maps(model, source: Tensor, target: Tensor) -> Dict[str, D
     without selector."""
     eos = model.decoder.dictionary.eos()
     prev = torch.cat([target.new_tensor([eos]), target[:-1]]).unsqueeze(0)
-    reporters = [m for m in model.decoder.modules() if isinstance(m, SelectionReporter)]
-    for m in reporters:
-        m.keep_selection = True
-    try:
-        with selection_statistics(model, True):
-            _, extra = model(source.unsqueeze(0), torch.tensor([source.numel()]), prev)
-    finally:
-        for m in reporters:
-            m.keep_selection = False
+    with keeping_selection(model), selection_statistics(model, True):
+        _, extra = model(source.unsqueeze(0), torch.tensor([source.numel()]), prev)
     maps: Dict[str, Dict[int, Tensor]] = {"decoder": {}, "cross": {}}
     for record in extra["selection_stats"]:
         if record.site in maps and record.selection is not None:
@@ -201,15 +157,11 @@ def forced_alignments(inp: AnalysisInput, pairs: Sequence[Tuple[Sequence[str], S
         raise PipelineError("no sentence pair to align")
     check_map(inp.model, kind)
     sources = inp.encode_words([p[0] for p in pairs])
-    targets = encode_target_words(inp, [p[1] for p in pairs])
-    max_target = int(inp.model.decoder.max_positions())
+    targets = inp.encode_words([p[1] for p in pairs], side="target")
     n_layers = len(inp.model.decoder.layers)
     links: List[List[Set[Link]]] = [[] for _ in range(n_layers)]
     indices = range(len(pairs)) if progress is None else progress(range(len(pairs)))
     for k in indices:
-        if targets[k].tokens.numel() > max_target:
-            raise PipelineError(f"target sentence {k + 1} is {targets[k].tokens.numel()} pieces long "
-                                f"(with </s>), more than the model's {max_target} target positions")
         maps = cross_attention_maps(inp.model, sources[k].tokens, targets[k].tokens, kind)
         for layer, matrix in enumerate(maps):
             links[layer].append(word_links_of(matrix, sources[k], targets[k], kind))

@@ -22,7 +22,7 @@ from torch import Tensor
 
 from ..errors import PipelineError
 from ..cli.checkpoints import embedding_mismatch, load_checkpoint
-from ..translation.pipeline import TextPipeline
+from ..translation.pipeline import TextPipeline, encode_lines
 from .selection import load_model, piece_word_index
 
 EOS = "</s>"
@@ -77,38 +77,55 @@ class AnalysisInput:
         self.encoder = getattr(self.model, "encoder", self.model)
         self.max_positions = int(self.encoder.max_positions())
 
-    def _encode_pieces(self, pieces: Sequence[str]) -> Tensor:
-        return self.dictionary.encode_line(" ".join(pieces), add_if_not_exist=False,
-                                           append_eos=True).long()
+    def _side(self, side: str):
+        """(the side's language config, its dictionary, its max positions, what a sentence of
+        it is called in errors) for ``side`` "source" or "target"."""
+        if side == "source":
+            return self.pipeline.src, self.dictionary, self.max_positions, "sentence", "source"
+        if side == "target":
+            decoder = getattr(self.model, "decoder", None)
+            if decoder is None:
+                raise PipelineError("this model has no decoder: no target side to encode")
+            return (self.pipeline.tgt, self.task.target_dictionary, int(decoder.max_positions()),
+                    "target sentence", "target")
+        raise ValueError(f"side must be 'source' or 'target', got {side!r}")
 
-    def _check(self, encoded: List[Encoded], what: str = "sentence") -> List[Encoded]:
+    def _encode(self, pieces: Sequence[str], dictionary, word_index: List[int]) -> Encoded:
+        tokens = dictionary.encode_line(" ".join(pieces), add_if_not_exist=False,
+                                        append_eos=True).long()
+        return Encoded(tokens, list(pieces) + [EOS], word_index + [-1])
+
+    def _check(self, encoded: List[Encoded], side: str = "source") -> List[Encoded]:
+        _, _, limit, what, kind = self._side(side)
         if not encoded:
             raise PipelineError("empty input: no sentence to analyse")
         for k, e in enumerate(encoded, 1):
-            if e.tokens.numel() > self.max_positions:
+            if e.tokens.numel() > limit:
                 raise PipelineError(
                     f"{what} {k} is {e.tokens.numel()} pieces long (with </s>), more than the "
-                    f"model's {self.max_positions} source positions")
+                    f"model's {limit} {kind} positions")
         return encoded
 
-    def encode_lines(self, lines: Sequence[str]) -> List[Encoded]:
-        """Raw sentences (one per item) -> Encoded; PipelineError for an empty input, an
-        empty sentence, or one longer than the model's source positions."""
+    def encode_lines(self, lines: Sequence[str], side: str = "source") -> List[Encoded]:
+        """Raw sentences (one per item) of ``side`` ("source", or "target": the decoder's
+        dictionary and positions) -> Encoded; PipelineError for an empty input, an empty
+        sentence, or one longer than the model's positions."""
+        config, dictionary, _, what, _ = self._side(side)
         for k, line in enumerate(lines, 1):
             if not line.strip():
-                raise PipelineError(f"sentence {k} is empty")
+                raise PipelineError(f"{what} {k} is empty")
         out = []
-        for line in self.pipeline.encode_source(list(lines)):
+        for line in encode_lines(config, self.pipeline.sp, list(lines)):
             pieces = line.split()
-            out.append(Encoded(self._encode_pieces(pieces), pieces + [EOS],
-                               piece_word_index(pieces) + [-1]))
-        return self._check(out)
+            out.append(self._encode(pieces, dictionary, piece_word_index(pieces)))
+        return self._check(out, side)
 
-    def encode_words(self, sentences: Sequence[Sequence[str]]) -> List[Encoded]:
-        """Tokenised sentences (lists of words) -> Encoded, each word encoded on its own so
-        that ``word_index`` refers to the given words."""
+    def encode_words(self, sentences: Sequence[Sequence[str]], side: str = "source") -> List[Encoded]:
+        """Tokenised sentences (lists of words) of ``side`` -> Encoded, each word encoded on
+        its own so that ``word_index`` refers to the given words."""
+        config, dictionary, _, _, _ = self._side(side)
         flat = [w for words in sentences for w in words]
-        encoded_words = iter(self.pipeline.encode_source(flat)) if flat else iter(())
+        encoded_words = iter(encode_lines(config, self.pipeline.sp, flat)) if flat else iter(())
         out = []
         for words in sentences:
             pieces, index = [], []
@@ -116,8 +133,8 @@ class AnalysisInput:
                 word_pieces = next(encoded_words).split()
                 pieces += word_pieces
                 index += [w] * len(word_pieces)
-            out.append(Encoded(self._encode_pieces(pieces), pieces + [EOS], index + [-1]))
-        return self._check(out)
+            out.append(self._encode(pieces, dictionary, index))
+        return self._check(out, side)
 
 
 def add_model_args(parser):

@@ -31,14 +31,14 @@ def show_selection(inp: AnalysisInput, lines: Sequence[str], out_dir,
     ``sentK_decoder_selection.png`` (target x target) and ``sentK_cross_selection.png`` (target
     x source), and the JSON their 0/1 selections (``target_pieces``, ``decoder``, ``cross``).
     Returns the files written."""
-    from .alignments import decoder_selection_maps, encode_target_lines
+    from .alignments import decoder_selection_maps
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     encoded = inp.encode_lines(lines)
     if targets is not None and len(targets) != len(lines):
         raise PipelineError(f"{len(targets)} target sentences for {len(lines)} sources")
-    target_encoded = encode_target_lines(inp, targets) if targets is not None else None
+    target_encoded = inp.encode_lines(targets, side="target") if targets is not None else None
     kinds = layer_kinds(inp.model)
     written = []
     for k, (line, enc, maps) in enumerate(zip(lines, encoded, _maps(inp, [e.tokens for e in encoded])), 1):

@@ -107,8 +107,7 @@ def test_selection_map_links_what_most_heads_select(models):
     pairs = [tuple(line.split(" ||| ")[k].split() for k in (0, 1)) for line in bitext.read_text().splitlines()]
     result = forced_alignments(inp, pairs, "selection")
     source = inp.encode_words([pairs[0][0]])[0]
-    from ssan_plugin.analysis.alignments import encode_target_words
-    target = encode_target_words(inp, [pairs[0][1]])[0]
+    target = inp.encode_words([pairs[0][1]], side="target")[0]
     maps = cross_attention_maps(inp.model, source.tokens, target.tokens, "selection")
     heads = inp.model.decoder.layers[0].encoder_attn.num_heads
     for layer, matrix in enumerate(maps):

@@ -63,15 +63,15 @@ def selector_class(name: str, option: str = "--encoder-selector") -> Type[Select
 
 
 def _convert(value: str, kind, option: str):
-    if kind is bool or kind == "bool":
+    if kind is bool:
         if value.lower() in ("1", "true", "yes"):
             return True
         if value.lower() in ("0", "false", "no"):
             return False
         raise OptionError(f"{option}: expected true or false, got {value!r}")
-    if kind in (int, float, "int", "float"):
+    if kind in (int, float):
         try:
-            return (int if kind in (int, "int") else float)(value)
+            return kind(value)
         except ValueError:
             raise OptionError(f"{option}: expected a number, got {value!r}") from None
     choices = getattr(kind, "_choices", None) or getattr(kind, "__members__", None)

@@ -281,6 +281,14 @@ class VariantTransformerModel(TransformerModel, metaclass=ABCMeta):
     def build_encoder(cls, args, src_dict, embed_tokens):
         return cls.build_variant_encoder(args, src_dict, embed_tokens)
 
+    def set_beam_size(self, beam_size: int) -> None:
+        """fairseq's generator passes its beam here (fairseq's Transformer has no such hook, so
+        its own attentions keep one state per hypothesis): the selective cross attentions then
+        keep the encoder's keys once per sentence (SelectorMultiheadAttention.set_beam_size)."""
+        if isinstance(self.decoder, VariantTransformerDecoder):
+            for _, _, attention in self.decoder.site_attentions():
+                attention.set_beam_size(beam_size)
+
     @classmethod
     def decoder_attention_builders(cls, args) -> Dict[str, Optional[LayerAttentionBuilder]]:
         """{"decoder": builder or None, "cross": builder or None}: the decoder's attentions of a

@@ -289,6 +289,21 @@ def site_position_limits(args) -> Tuple[int, int]:
     return {"encoder": (source, source), "decoder": (target, target), "cross": (target, source)}[site]
 
 
+def fold_beam(x: Tensor, beam: int) -> Tensor:
+    """T x (B * beam) x C -> (beam * T) x B x C: the queries of a sentence's ``beam``
+    hypotheses (fairseq's layout: hypothesis j of sentence b at b * beam + j) as that sentence's
+    queries, row j * T + t holding hypothesis j's query t."""
+    length, hypotheses, width = x.shape
+    return x.view(length, hypotheses // beam, beam, width).permute(2, 0, 1, 3).reshape(-1, hypotheses // beam, width)
+
+
+def unfold_beam(x: Tensor, beam: int) -> Tensor:
+    """(B, h, beam * T, ...) -> (B * beam, h, T, ...): :func:`fold_beam`'s rows back per hypothesis."""
+    bsz, heads, rows = x.shape[:3]
+    x = x.view(bsz, heads, beam, rows // beam, *x.shape[3:]).transpose(1, 2)
+    return x.reshape(bsz * beam, heads, rows // beam, *x.shape[4:])
+
+
 def masked_softmax(logits: Tensor, key_padding_mask: Optional[Tensor]) -> Tensor:
     """Softmax over the visible keys, (B, h, T, S): fairseq's own attention weights."""
     hidden = hidden_keys(key_padding_mask)
@@ -383,7 +398,7 @@ class SelectorMultiheadAttention(SelectionReporter, MultiheadAttention):
     The parameters are fairseq's attention's (q/k/v/out projections, same names, so a plain
     Transformer checkpoint loads into it) plus the selector's, under ``selector.``. Per forward:
     in evaluation, without weights asked for, the selector's ``evaluation_mask`` if it has one
-    and torch's fused attention over it; otherwise E = (q / sqrt(d)) k^T (+ ``attn_mask``) in
+    and torch's fused attention over it (a decoding step: matmul, softmax, matmul); otherwise E = (q / sqrt(d)) k^T (+ ``attn_mask``) in
     float32, the selector's weights, attention dropout, the weighted sum of the values, the
     selector's output gate if any. Then ``out_proj``. A forward that wants statistics
     (``wants_statistics()``) reports a ``SelectionStats`` record (:func:`selection_record`).
@@ -391,7 +406,8 @@ class SelectorMultiheadAttention(SelectionReporter, MultiheadAttention):
     Decoder sites decode step by step as fairseq's attention does: the incremental state keeps
     the keys, values and pad mask of the steps so far (fairseq's ``prev_key``, ``prev_value``,
     ``prev_key_padding_mask``) and the selector's ``key_state`` (``prev_key_state``); the cross
-    site computes them once from the encoder output (``static_kv``). The ``decoder`` site is
+    site computes them once from the encoder output (``static_kv``), once per sentence when
+    the model passes on the generator's beam (``set_beam_size``). The ``decoder`` site is
     causal: query i never uses a key after it, which the module hides from the selector (and
     the evaluation mask) whatever ``attn_mask`` says. ``query_padding_mask`` (B, T), set by the
     decoder for a forward, tells the statistics which target queries are pads.
@@ -420,10 +436,40 @@ class SelectorMultiheadAttention(SelectionReporter, MultiheadAttention):
         return f"site={self.site}"
 
     def set_beam_size(self, beam_size: int) -> None:
-        """fairseq's beamable cross attention keeps one copy of the encoder's keys per sentence
-        instead of per hypothesis; this module keeps one per hypothesis (as fairseq without
-        beamable attention does), so its cached state is reordered as any other."""
-        self.beam_size = 1
+        """The beam of the decodings to come (the model passes on what fairseq's generator
+        sets). At the cross site, as fairseq's "beamable" attention does, a decoding keeps one
+        copy of the encoder's keys (and key state) per sentence, not per hypothesis, when each
+        ``beam_size`` consecutive hypotheses share their encoder output (checked at the first
+        step): a step's queries are folded as (beam x T) queries of each sentence
+        (:func:`fold_beam`). The self sites keep one state per hypothesis."""
+        self.beam_size = int(beam_size) if self.site == "cross" else 1
+
+    def reorder_incremental_state(self, incremental_state, new_order: Tensor):
+        """Beam search's reorder: hypothesis i of the next step continues hypothesis
+        ``new_order[i]``. The cross site's state (``prev_beam`` rows per sentence) selects the
+        sentences whose hypotheses go on, and unfolds to one row per hypothesis should a
+        reorder ever mix sentences within a beam."""
+        if self.site != "cross":
+            return super().reorder_incremental_state(incremental_state, new_order)
+        saved = self._get_input_buffer(incremental_state)
+        if "prev_key" not in saved:
+            return incremental_state
+        beam = int(saved["prev_beam"][0, 0])
+        rows = torch.div(new_order, beam, rounding_mode="floor")  # each hypothesis's row
+        if beam > 1:
+            groups = rows.view(-1, beam) if rows.numel() % beam == 0 else None
+            if groups is not None and bool((groups == groups[:, :1]).all()):
+                rows = groups[:, 0]
+            else:
+                beam = 1
+        if beam > 1 and rows.numel() == saved["prev_key"].size(0) and bool(
+                (rows == torch.arange(rows.numel(), device=rows.device)).all()):
+            return incremental_state  # the same sentences: nothing moves
+        saved = {name: None if t is None else t.index_select(0, rows) for name, t in saved.items()}
+        if beam == 1:
+            saved["prev_beam"] = torch.ones_like(saved["prev_beam"])
+        self._set_input_buffer(incremental_state, saved)
+        return incremental_state
 
     # The selective criterion sets these to what its loss weights (SelectionReporter); a term
     # this selector cannot give a gradient is refused here, by name, rather than training nothing.
@@ -487,30 +533,38 @@ class SelectorMultiheadAttention(SelectionReporter, MultiheadAttention):
                 self, query, key, value, incremental_state, static_kv, before_softmax)
         elif before_softmax:
             raise ValueError(f"{type(self).__name__} returns weights, not logits (before_softmax)")
-        tgt_len, bsz, embed_dim = query.shape
+        hypotheses, embed_dim = query.shape[1:]
         h, d = self.num_heads, self.head_dim
         if key_padding_mask is not None:
             key_padding_mask = key_padding_mask.to(torch.bool)
-        q, k, v, key_padding_mask, site = self._project(query, key, key_padding_mask, incremental_state)
+        beam = self._decoding_beam(incremental_state, hypotheses, key, key_padding_mask)
+        if beam > 1:  # one copy of the encoder's keys per sentence (set_beam_size)
+            query = fold_beam(query, beam)
+            if key is not None and key.size(1) == hypotheses:
+                key = key[:, ::beam]
+            if key_padding_mask is not None and key_padding_mask.size(0) == hypotheses:
+                key_padding_mask = key_padding_mask[::beam]
+        tgt_len, bsz = query.shape[:2]
+        q, k, v, key_padding_mask, site = self._project(query, key, key_padding_mask,
+                                                        incremental_state, beam)
         src_len = k.size(2)
         # keys a query may not use: pads, and at the decoder site each query's future
         hidden = key_padding_mask
         causal = None
-        if self.site == "decoder" and src_len > 1:
-            later = site.key_positions.view(1, 1, 1, src_len) > site.query_positions.view(-1, 1, tgt_len, 1)
-            if bool(later.any()):
-                causal = later
-                hidden = later if hidden is None else hidden.view(bsz, 1, 1, src_len) | later
+        if self.site == "decoder" and tgt_len > 1:  # (one query, the last, has no future)
+            causal = site.key_positions.view(1, 1, 1, src_len) > site.query_positions.view(-1, 1, tgt_len, 1)
+            hidden = causal if hidden is None else hidden.view(bsz, 1, 1, src_len) | causal
         want_weights = need_weights or need_head_weights
         record = self.wants_statistics()
         masked = None
-        if not self.training and not want_weights and (attn_mask is None or causal is not None):
+        if not self.training and (attn_mask is None or causal is not None):
             masked = self.selector.evaluation_mask(key_padding_mask, query, keep_logits=record, site=site)
         if masked is not None:
             mask, decision_logits = masked
             if causal is not None:
                 mask = mask.masked_fill(causal, float("-inf"))
-            out, selection = self._masked_attention(q, k, v, mask, decision_logits, record=record)
+            out, selection = self._masked_attention(q, k, v, mask, decision_logits, record=record,
+                                                    fused=incremental_state is None and not want_weights)
         else:
             logits = normalisation_dtype(torch.matmul(q * self.scaling, k.transpose(-1, -2)))  # (B, h, T, S)
             if attn_mask is not None:
@@ -525,7 +579,9 @@ class SelectorMultiheadAttention(SelectionReporter, MultiheadAttention):
             out = torch.matmul(probs, v)  # (B, h, T, d)
             if selection.output_gate is not None:
                 out = out * selection.output_gate.type_as(out)
-        out = self.out_proj(out.permute(2, 0, 1, 3).reshape(tgt_len, bsz, embed_dim))
+        if beam > 1:
+            out = unfold_beam(out, beam)
+        out = self.out_proj(out.permute(2, 0, 1, 3).reshape(tgt_len // beam, hypotheses, embed_dim))
 
         if record:
             query_pads = key_padding_mask if self.site == "encoder" else self.query_padding_mask
@@ -541,6 +597,8 @@ class SelectorMultiheadAttention(SelectionReporter, MultiheadAttention):
             if selection.output_gate is not None:
                 weights = weights * selection.output_gate
             weights = weights.type_as(out)
+            if beam > 1:
+                weights = unfold_beam(weights, beam)
             weights = weights.transpose(0, 1) if need_head_weights else weights.mean(dim=1)
         return out, weights
 
@@ -548,10 +606,38 @@ class SelectorMultiheadAttention(SelectionReporter, MultiheadAttention):
         """L x B x C -> (B, h, L, d)."""
         return t.reshape(t.size(0), t.size(1), self.num_heads, self.head_dim).permute(1, 2, 0, 3)
 
+    def _decoding_beam(self, incremental_state, hypotheses: int, key: Optional[Tensor],
+                       key_padding_mask: Optional[Tensor]) -> int:
+        """How many hypotheses one decoding step folds into one row of keys: at the cross site
+        while decoding step by step, what the first step chose (``prev_beam``); there, the
+        beam if every ``beam`` consecutive hypotheses share their encoder output, else 1."""
+        if self.site != "cross" or incremental_state is None:
+            return 1
+        saved = self._get_input_buffer(incremental_state)
+        if "prev_beam" in saved:
+            beam = int(saved["prev_beam"][0, 0])
+            if saved["prev_beam"].size(0) * beam != hypotheses:
+                raise ValueError(f"{type(self).__name__} (cross site): the decoding state holds "
+                                 f"{saved['prev_beam'].size(0)} x {beam} hypotheses, this step "
+                                 f"{hypotheses} (reorder it with reorder_incremental_state)")
+            return beam
+        beam = self.beam_size
+        if beam <= 1 or hypotheses % beam or key is None or key.size(1) != hypotheses:
+            return 1
+
+        def shared(t: Tensor, dim: int) -> bool:  # every beam's members equal along ``dim``
+            groups = t.unflatten(dim, (-1, beam))
+            return torch.equal(groups, groups.narrow(dim + 1, 0, 1).expand_as(groups))
+
+        if not shared(key, 1) or (key_padding_mask is not None and not shared(key_padding_mask, 0)):
+            return 1
+        return beam
+
     def _project(self, query: Tensor, key: Optional[Tensor], key_padding_mask: Optional[Tensor],
-                 incremental_state):
+                 incremental_state, beam: int = 1):
         """q, k, v (B, h, T|S, d), the keys' pad mask (B, S) and the SiteContext, with the
-        decoding state of the steps so far (read and written back)."""
+        decoding state of the steps so far (read and written back). ``beam`` > 1: ``query`` is
+        a cross-site step's :func:`fold_beam` (its T is beam x the step's length)."""
         tgt_len, bsz, embed_dim = query.shape
         if self.site == "encoder":
             q, k, v = (self._heads(t) for t in self.in_projection(query).split(embed_dim, dim=-1))
@@ -576,6 +662,9 @@ class SelectorMultiheadAttention(SelectionReporter, MultiheadAttention):
                 raise ValueError(f"{type(self).__name__} (cross site) needs the encoder output as key")
             k, v = (self._heads(t) for t in self.key_value_projection(key).split(embed_dim, dim=-1))
             key_state = self.selector.key_state(key)
+            if incremental_state is not None:  # read at every step: laid out once for matmul
+                k, v = k.contiguous(), v.contiguous()
+                key_state = key_state.contiguous() if key_state is not None else None
         elif "prev_key" in saved:  # decoder site: this step's keys after the earlier steps'
             offset = saved["prev_key"].size(2)
             k = torch.cat([saved["prev_key"], k], dim=2)
@@ -590,31 +679,42 @@ class SelectorMultiheadAttention(SelectionReporter, MultiheadAttention):
             saved = {"prev_key": k, "prev_value": v, "prev_key_padding_mask": key_padding_mask}
             if key_state is not None:
                 saved["prev_key_state"] = key_state
-            if self.site == "cross":  # (B, 1): reordered with the beam like the rest
-                saved["prev_steps"] = torch.full((bsz, 1), offset + tgt_len, dtype=torch.long,
-                                                 device=query.device)
+            if self.site == "cross":  # (B, 1) each: reordered with the rest
+                saved["prev_steps"] = torch.full((bsz, 1), offset + tgt_len // beam,
+                                                 dtype=torch.long, device=query.device)
+                saved["prev_beam"] = torch.full((bsz, 1), beam, dtype=torch.long, device=query.device)
             self._set_input_buffer(incremental_state, saved)
         src_len = k.size(2)
         if self.site == "decoder":  # target positions: token indices (fairseq pads targets right)
             keys = torch.arange(src_len, device=query.device).unsqueeze(0)
         else:
             keys = sentence_positions(key_padding_mask, src_len, query.device)
-        queries = torch.arange(offset, offset + tgt_len, device=query.device).unsqueeze(0)
+        queries = torch.arange(offset, offset + tgt_len // beam, device=query.device).unsqueeze(0)
+        if beam > 1:
+            queries = queries.repeat(1, beam)
         context = SiteContext(self.site, query if self.site == "decoder" else key, queries, keys,
                               key_state=key_state)
         return q, k, v, key_padding_mask, context
 
     def _masked_attention(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor,
-                          decision_logits: Optional[Tensor], record: bool):
-        """The evaluation-mask path: softmax of ``scaling`` q k^T over the mask's keys, times v,
-        in torch's fused attention (which never forms the logits or the weights); a query with
-        no key gets a zero row, as the reference gives. q, k, v (B, h, T, d) unscaled.
-        Returns the output (B, h, T, d) and the Selection the record reads."""
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask.to(q.dtype), scale=self.scaling)
-        if not out.is_cpu:  # torch's CPU kernel gives a fully masked row zeros (tests check);
-            out = torch.nan_to_num(out, nan=0.0)  # other devices' kernels may give NaN
+                          decision_logits: Optional[Tensor], record: bool, fused: bool = True):
+        """The evaluation-mask path: softmax of ``scaling`` q k^T over the mask's keys, times v;
+        a query with no key gets a zero row, as the reference gives. q, k, v (B, h, T, d)
+        unscaled. ``fused``: in torch's fused attention, which never forms the logits or the
+        weights (whole sentences); else as matmul, softmax, matmul, which costs less for the
+        few queries of a decoding step and gives the weights. Returns the output (B, h, T, d)
+        and the Selection the record reads (with the weights unless fused)."""
+        probs = None
+        if fused:
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask.to(q.dtype), scale=self.scaling)
+            if not out.is_cpu:  # torch's fused CPU kernel gives a fully masked row zeros (tests
+                out = torch.nan_to_num(out, nan=0.0)  # check); other devices' may give NaN
+        else:  # a row of -inf only: softmax gives NaN, the reference a zero row
+            logits = torch.matmul(q * self.scaling, k.transpose(-1, -2)) + mask.to(q.dtype)
+            probs = torch.softmax(logits, dim=-1).nan_to_num_(nan=0.0)
+            out = torch.matmul(probs, v)
         selected = mask == 0 if record else None
-        return out, Selection(None, decision_logits=decision_logits, selected=selected)
+        return out, Selection(probs, decision_logits=decision_logits, selected=selected)
 
     def upgrade_state_dict_named(self, state_dict, name):
         """A checkpoint's layer trained with another selector is refused, naming both.

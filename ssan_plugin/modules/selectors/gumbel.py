@@ -189,17 +189,21 @@ class GumbelSelector(Selector):
                       site: Optional[SiteContext] = None) -> Tensor:
         """E_p, (B, h, T, S) in float32 (float64 for float64 inputs), from the query T x B x C
         and the site's keys (``site``: None or ``key`` is ``query``: self-attention, Q_p and
-        K_p in one matmul). ``zero_pad_keys`` (B, S): K_p = 0 at those keys, so E_p = 0 there
-        (a pass over (B, h, S, P / h) instead of one over (B, h, T, S))."""
+        K_p in one matmul). ``zero_pad_keys`` (B, S): E_p = 0 at those keys, by a pass over
+        whichever is smaller: K_p (B, h, S, P / h) before the matmul or E_p (B, h, T, S) after
+        it (a decoding step's few queries)."""
         if site is None or (site.key_state is None and site.key is query):
             q_p, k_p = (self._policy_heads(t) for t in self.policy_proj(query).split(self.policy_dim, dim=-1))
         else:
             weight, bias = self.policy_proj.weight[:self.policy_dim], self.policy_proj.bias[:self.policy_dim]
             q_p = self._policy_heads(F.linear(query, weight, bias))
             k_p = site.key_state if site.key_state is not None else self.key_state(site.key)
-        if zero_pad_keys is not None:
+        zero_logits = zero_pad_keys is not None and q_p.size(-2) < k_p.size(-1)
+        if zero_pad_keys is not None and not zero_logits:
             k_p = k_p * (~zero_pad_keys).view(k_p.size(0), 1, -1, 1).to(k_p.dtype)
         logits = normalisation_dtype(torch.matmul(q_p, k_p.transpose(-1, -2)))
+        if zero_logits:
+            logits = logits.masked_fill(zero_pad_keys.view(logits.size(0), 1, 1, -1), 0.0)
         if self.policy_scaling != 1.0:
             logits = logits.mul_(self.policy_scaling)
         return logits

@@ -98,6 +98,103 @@ def test_beam_search_scores_are_those_of_a_full_forward_of_each_hypothesis(tiny_
     assert checked == 3 * len(hypotheses)
 
 
+def decode_hypotheses(model, batch, tokens, expand, orders, beam_size):
+    """Log-probabilities of each step of ``tokens`` (hypotheses of the sentences ``expand``
+    names, fairseq's layout) decoded step by step with ``set_beam_size(beam_size)``, reordering
+    after step t with ``orders[t]`` as beam search does; and the rows of the first cross
+    attention's keys at each step."""
+    model.set_beam_size(beam_size)
+    net = batch["net_input"]
+    encoder_out = model.encoder(net["src_tokens"], src_lengths=net["src_lengths"])
+    encoder_out = model.encoder.reorder_encoder_out(encoder_out, expand)
+    attention = model.decoder.layers[0].encoder_attn
+    state, steps, rows = {}, [], []
+    for t in range(tokens.size(1)):
+        out = model.decoder(tokens[:, :t + 1], encoder_out=encoder_out, incremental_state=state)
+        steps.append(model.get_normalized_probs(out, log_probs=True))
+        rows.append(attention._get_input_buffer(state)["prev_key"].size(0))
+        if t < len(orders):
+            model.decoder.reorder_incremental_state_scripting(state, orders[t])
+            encoder_out = model.encoder.reorder_encoder_out(encoder_out, orders[t])
+            tokens = tokens[orders[t]]
+    return steps, rows
+
+
+@pytest.mark.parametrize("name", ["gumbel", "topk", "fixed_mask"])
+def test_beam_decoding_keeps_the_encoders_keys_once_per_sentence_and_is_exact(tiny_bin, name):
+    """Given the generator's beam (set_beam_size), the cross site keeps one row of keys per
+    sentence, its hypotheses' queries folded together: every step's log-probabilities equal
+    those of one row per hypothesis (beam 1), through a reorder within beams, one that drops a
+    sentence and one that mixes two sentences in a beam (the state unfolds to one row per
+    hypothesis). A stale beam over hypotheses of different sentences folds nothing."""
+    task, model, _ = site_model(tiny_bin, "cross", name)
+    model.eval()
+    batch = first_batch(task, max_sentences=4)
+    sentences, beam = batch["net_input"]["src_tokens"].size(0), 3
+    assert sentences == 4
+    torch.manual_seed(0)
+    tokens = torch.randint(4, len(task.target_dictionary), (sentences * beam, 6))
+    tokens[:, 0] = task.target_dictionary.eos()
+    within = torch.arange(sentences * beam).view(sentences, beam).flip(1).reshape(-1)
+    drop = torch.arange(sentences * beam).view(sentences, beam)[[0, 2, 3]].reshape(-1)
+    mix = torch.arange((sentences - 1) * beam)
+    mix[[2, 3]] = mix[[3, 2]]  # sentence 0's beam takes a hypothesis of sentence 1
+    expand = torch.arange(sentences).repeat_interleave(beam)
+    with torch.no_grad():
+        folded, rows = decode_hypotheses(model, batch, tokens, expand, [within, drop, mix], beam)
+        plain, plain_rows = decode_hypotheses(model, batch, tokens, expand, [within, drop, mix], 1)
+        assert rows == [4, 4, 3, 9, 9, 9] and plain_rows == [12, 12, 9, 9, 9, 9]
+        for ours, theirs in zip(folded, plain):
+            torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-5)
+        one_each = torch.arange(sentences)
+        stale, rows = decode_hypotheses(model, batch, tokens[:sentences], one_each, [], 2)
+        plain, _ = decode_hypotheses(model, batch, tokens[:sentences], one_each, [], 1)
+        assert rows == [4] * 6
+        for ours, theirs in zip(stale, plain):
+            torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("site", SITES)
+def test_evaluation_weights_asked_for_are_the_reference_selectors(tiny_bin, site, monkeypatch):
+    """In evaluation, weights asked for (fairseq's alignment layer asks at every decoding step)
+    come from the selector's evaluation mask: output and weights equal the reference path's,
+    full forward and step by step."""
+    _, model, _ = site_model(tiny_bin, site, "gumbel", "--ssan-policy-init-bias", "0.3")
+    model.eval()
+    layer = model.decoder.layers[0]
+    attention = layer.self_attn if site == "decoder" else layer.encoder_attn
+    torch.manual_seed(0)
+    x, source = torch.randn(5, 3, attention.embed_dim), torch.randn(7, 3, attention.embed_dim)
+    pads = torch.zeros(3, 7, dtype=torch.bool)
+    pads[1, :2] = True
+
+    def run():
+        outputs = []
+        with torch.no_grad():
+            if site == "decoder":
+                future = torch.triu(torch.full((5, 5), float("-inf")), 1)
+                outputs.append(attention(x, x, x, attn_mask=future, need_weights=True))
+            else:
+                outputs.append(attention(x, source, source, key_padding_mask=pads, need_weights=True))
+            state = {}
+            for t in range(5):
+                step = x[t:t + 1]
+                keys = step if site == "decoder" else source
+                outputs.append(attention(step, keys, keys, key_padding_mask=None if site == "decoder" else pads,
+                                         incremental_state=state, need_weights=True,
+                                         static_kv=site == "cross"))
+        return outputs
+
+    ours = run()
+    monkeypatch.setattr(attention.selector, "evaluation_mask", lambda *args, **kwargs: None)
+    reference = run()
+    selected = ours[0][1] > 0
+    assert selected.any() and not selected.all()  # a selection, neither empty nor every pair
+    for (out, weights), (ref_out, ref_weights) in zip(ours, reference):
+        torch.testing.assert_close(out, ref_out, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(weights, ref_weights, rtol=1e-5, atol=1e-6)
+
+
 def test_a_decoder_query_never_uses_a_later_token_and_is_counted_over_its_visible_keys(tiny_bin):
     """Changing target tokens after position t changes nothing at positions <= t, in training
     (same noise) and in evaluation; the record counts each real query's earlier keys only."""

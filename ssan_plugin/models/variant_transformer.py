@@ -38,6 +38,7 @@ from ..modules.decoder_layer import AttentionVariantDecoderLayer, DecoderAttenti
 from ..modules.selection import (SelectionReporter, SelectionStats, layer_label,
                                  no_selection_statistics)
 from ..errors import OptionError
+from ..modules.selectors.base import SITE_OPTIONS, SelectorMultiheadAttention, tensor_name
 
 # build_attention(layer_index, embed_dim, cfg) -> the self-attention module of that layer
 LayerAttentionBuilder = Callable[[int, int, TransformerConfig], nn.Module]
@@ -288,6 +289,30 @@ class VariantTransformerModel(TransformerModel, metaclass=ABCMeta):
         if isinstance(self.decoder, VariantTransformerDecoder):
             for _, _, attention in self.decoder.site_attentions():
                 attention.set_beam_size(beam_size)
+
+    def upgrade_state_dict_named(self, state_dict, name):
+        """fairseq's upgrade, then: a layer the checkpoint trained with a selector (it holds that
+        layer's ``selector_name``) where this model has another attention (fairseq's, e.g. after
+        ``--model-overrides "{'cross_selector': 'none'}"``) is refused in one line naming the
+        layer, the selector and the site's option, not by torch's list of unexpected keys."""
+        super().upgrade_state_dict_named(state_dict, name)
+        prefix = name + "." if name else ""
+        suffix = ".selector_name"
+        modules = dict(self.named_modules())
+        for key in list(state_dict):
+            if not (key.startswith(prefix) and key.endswith(suffix)):
+                continue
+            path = key[len(prefix):-len(suffix)]
+            module = modules.get(path)
+            if module is None or isinstance(module, SelectorMultiheadAttention):
+                continue
+            site = ("cross" if path.endswith(".encoder_attn") else
+                    "decoder" if path.startswith("decoder.") else "encoder")
+            raise OptionError(
+                f"{prefix}{path}: the checkpoint's layer was trained with the "
+                f"{tensor_name(state_dict[key])} selector, this model has "
+                f"{type(module).__name__} there; a checkpoint decodes and resumes as what it "
+                f"trained (leave {SITE_OPTIONS[site]} and --model-overrides' selectors unchanged)")
 
     @classmethod
     def decoder_attention_builders(cls, args) -> Dict[str, Optional[LayerAttentionBuilder]]:

@@ -290,7 +290,8 @@ def test_site_options_override_one_site_and_bad_ones_are_refused(tiny_bin):
 
 def test_a_decoder_sites_checkpoint_loads_only_as_the_selector_it_trained(tiny_bin):
     """The cross site's selector travels with the checkpoint: loading top-k's cross attention as
-    entmax's stops in one line naming both and the cross site's option."""
+    entmax's, or as fairseq's attention, stops in one line naming both and the site's option
+    (the decoder site's too)."""
     _, trained, _ = site_model(tiny_bin, "cross", "topk")
     _, other, _ = site_model(tiny_bin, "cross", "entmax")
     state = trained.state_dict()
@@ -298,3 +299,11 @@ def test_a_decoder_sites_checkpoint_loads_only_as_the_selector_it_trained(tiny_b
                                           r"layer was trained with the topk selector, this model has "
                                           r"entmax.*leave --cross-selector"):
         other.upgrade_state_dict_named(state, "")
+    _, plain, _ = build(tiny_bin, ["--arch", "selective_transformer", *CRITERION])  # fairseq's there
+    with pytest.raises(OptionError, match=r"decoder.layers.0.encoder_attn: the checkpoint's layer was "
+                                          r"trained with the topk selector, this model has "
+                                          r"MultiheadAttention there.*leave --cross-selector"):
+        plain.upgrade_state_dict_named(trained.state_dict(), "")
+    _, decoder_site, _ = site_model(tiny_bin, "decoder", "gumbel")
+    with pytest.raises(OptionError, match=r"decoder.layers.0.self_attn: .* gumbel selector.*--decoder-selector"):
+        plain.upgrade_state_dict_named(decoder_site.state_dict(), "")

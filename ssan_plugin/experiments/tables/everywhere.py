@@ -8,7 +8,10 @@ and the rule that carries systems to En-Ro, the cost) plus two of its own:
   ``checkpoint_best.pt``, averaged over seeds;
 - :func:`alignment_table`: per system of an aligned pair, the AER (and precision, recall) of its
   runs' archived ``alignment.MAP.json`` (``ssan-align`` at the layer its rule fixed in advance),
-  mean ± sd over seeds, with the statistical peer (eflomal, mean ± sd over its runs) beside.
+  mean ± sd over seeds, with the statistical peer (eflomal, mean ± sd over its runs) beside;
+- :func:`site_cost_goal_table`: per selector and site of the cost bench, its ratios to the
+  baseline against the cost goal (speed at least ``SPEED_GOAL`` of the baseline's, memory at
+  most ``MEMORY_GOAL`` times).
 
 Every function works on whatever is archived: no run, some, or all.
 """
@@ -29,6 +32,12 @@ SITE_OF_PREFIX = (("cross", "cross attention"), ("dec", "decoder self-attention"
                   ("", "encoder self-attention"))
 SITES = tuple(label for _, label in reversed(SITE_OF_PREFIX))
 RATE_KEY = re.compile(r"^valid_sel_((?:dec|cross)?\d+)$")
+#: the cost goal of selection at every site: training and decoding speed at least this
+#: fraction of the baseline's, peak memory (above an idle import) at most this many times
+SPEED_GOAL, MEMORY_GOAL = 0.9, 1.3
+#: the bench systems' suffixes (``gumbel_decoder``, ...) and the sites they select at
+BENCH_SITES = (("decoder", "decoder self-attention"), ("cross", "cross attention"),
+               ("all", "every site"))
 
 
 def site_of(label: str) -> str:
@@ -107,4 +116,33 @@ def alignment_table(plan, study: str, pair: str, peer: Optional[Path] = None,
             out.append(f"| eflomal (peer) | {name} | ({int(runs)} runs) | " + " | ".join(cells) + " |")
     if len(out) == 2:
         return "No alignment archived yet."
+    return "\n".join(out)
+
+
+def site_cost_goal_table(path: Path) -> str:
+    """Markdown: per selector and site of the process bench ``path`` (systems named
+    ``SELECTOR_SITE``, BENCH_SITES), its training words/s and fixed-length decoding sentences/s
+    over the baseline's and its peak memory above idle over the baseline's, and which of them
+    miss the goal (SPEED_GOAL, MEMORY_GOAL)."""
+    record = archive_json(path)
+    systems = list(archived_value(path, "ratios_by_system", number=False, data=record))
+    measures = (("train_wps", "training", False), ("gen_sps_fixed_len", "decoding", False),
+                ("peak_rss_above_idle", "memory", True))
+    out = [f"| selector | where | training words/s | decoding sentences/s (fixed length) | "
+           f"peak memory above idle | goal: speed ≥ {SPEED_GOAL:g}, memory ≤ {MEMORY_GOAL:g} |",
+           "|---|---|---|---|---|---|"]
+    for system in systems:
+        selector, _, suffix = system.rpartition("_")
+        where = dict(BENCH_SITES).get(suffix)
+        if where is None:
+            raise ResultsError(f"{path}: bench system {system!r} is not SELECTOR_SITE "
+                               f"(sites {', '.join(s for s, _ in BENCH_SITES)})")
+        cells, missed = [], []
+        for key, name, upper in measures:
+            ratio = archived_value(path, "ratios_by_system", system, key, data=record)
+            cells.append(f"{ratio:.3f}")
+            if (ratio > MEMORY_GOAL) if upper else (ratio < SPEED_GOAL):
+                missed.append(name)
+        verdict = "met" if not missed else "missed: " + ", ".join(missed)
+        out.append(f"| {selector} | {where} | " + " | ".join(cells) + f" | {verdict} |")
     return "\n".join(out)

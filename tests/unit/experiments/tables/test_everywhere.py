@@ -1,7 +1,7 @@
 """ssan_plugin/experiments/tables/everywhere.py on made archives: each site's rate is the mean of
 its layers' valid_sel at the best validation, then over seeds; the alignment table reads the
-rule's layer of each run's alignment.MAP.json and the peer's runs; damaged archives are one
-line."""
+rule's layer of each run's alignment.MAP.json and the peer's runs; the cost goal table reads each
+selector and site's ratios and names what misses the goal; damaged archives are one line."""
 
 import json
 
@@ -10,8 +10,8 @@ import pytest
 from helpers.experiment_plans import fake_decoded, plan_file
 from ssan_plugin.experiments.plan import Plan
 from ssan_plugin.experiments.tables.blocks import ResultsError
-from ssan_plugin.experiments.tables.everywhere import (alignment_table, site_of, site_rates,
-                                                       site_rates_table)
+from ssan_plugin.experiments.tables.everywhere import (alignment_table, site_cost_goal_table,
+                                                       site_of, site_rates, site_rates_table)
 
 
 def curve(directory, *records):
@@ -60,3 +60,22 @@ def test_the_tables_read_the_archives(tmp_path):
         json.dumps({"rule_layer": 5, "layers": []}))
     with pytest.raises(ResultsError, match="key 'rule_layer' 5 is not one of its layers"):
         alignment_table(plan, "s", "a")
+
+
+def test_the_cost_goal_table_names_what_misses_the_goal(tmp_path):
+    path = tmp_path / "process.news.json"
+    ratios = {"gumbel_decoder": {"train_wps": 0.93, "gen_sps_fixed_len": 0.95, "peak_rss_above_idle": 1.08},
+              "topk_all": {"train_wps": 0.899, "gen_sps_fixed_len": 0.91, "peak_rss_above_idle": 1.31}}
+    path.write_text(json.dumps({"ratios_by_system": ratios}))
+    rows = site_cost_goal_table(path).splitlines()[2:]
+    assert rows == ["| gumbel | decoder self-attention | 0.930 | 0.950 | 1.080 | met |",
+                    "| topk | every site | 0.899 | 0.910 | 1.310 | missed: training, memory |"]
+    ratios["topk_somewhere"] = ratios.pop("topk_all")
+    path.write_text(json.dumps({"ratios_by_system": ratios}))
+    with pytest.raises(ResultsError, match="bench system 'topk_somewhere' is not SELECTOR_SITE"):
+        site_cost_goal_table(path)
+    del ratios["topk_somewhere"]
+    del ratios["gumbel_decoder"]["train_wps"]
+    path.write_text(json.dumps({"ratios_by_system": ratios}))
+    with pytest.raises(ResultsError, match="key 'ratios_by_system.gumbel_decoder.train_wps' is missing"):
+        site_cost_goal_table(path)

@@ -101,8 +101,9 @@ def test_beam_search_scores_are_those_of_a_full_forward_of_each_hypothesis(tiny_
 def decode_hypotheses(model, batch, tokens, expand, orders, beam_size):
     """Log-probabilities of each step of ``tokens`` (hypotheses of the sentences ``expand``
     names, fairseq's layout) decoded step by step with ``set_beam_size(beam_size)``, reordering
-    after step t with ``orders[t]`` as beam search does; and the rows of the first cross
-    attention's keys at each step."""
+    after step t with ``orders[t]`` as beam search does, each with the last layer's cross
+    attention weights (fairseq's alignment layer); and the rows of the first cross attention's
+    keys at each step."""
     model.set_beam_size(beam_size)
     net = batch["net_input"]
     encoder_out = model.encoder(net["src_tokens"], src_lengths=net["src_lengths"])
@@ -111,7 +112,7 @@ def decode_hypotheses(model, batch, tokens, expand, orders, beam_size):
     state, steps, rows = {}, [], []
     for t in range(tokens.size(1)):
         out = model.decoder(tokens[:, :t + 1], encoder_out=encoder_out, incremental_state=state)
-        steps.append(model.get_normalized_probs(out, log_probs=True))
+        steps.append((model.get_normalized_probs(out, log_probs=True), out[1]["attn"][0]))
         rows.append(attention._get_input_buffer(state)["prev_key"].size(0))
         if t < len(orders):
             model.decoder.reorder_incremental_state_scripting(state, orders[t])
@@ -144,13 +145,15 @@ def test_beam_decoding_keeps_the_encoders_keys_once_per_sentence_and_is_exact(ti
         folded, rows = decode_hypotheses(model, batch, tokens, expand, [within, drop, mix], beam)
         plain, plain_rows = decode_hypotheses(model, batch, tokens, expand, [within, drop, mix], 1)
         assert rows == [4, 4, 3, 9, 9, 9] and plain_rows == [12, 12, 9, 9, 9, 9]
-        for ours, theirs in zip(folded, plain):
+        for (ours, weights), (theirs, their_weights) in zip(folded, plain):
             torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-5)
+            assert weights is not None and weights.shape == (theirs.size(0), 1, batch["net_input"]["src_tokens"].size(1))
+            torch.testing.assert_close(weights, their_weights, rtol=1e-5, atol=1e-6)
         one_each = torch.arange(sentences)
         stale, rows = decode_hypotheses(model, batch, tokens[:sentences], one_each, [], 2)
         plain, _ = decode_hypotheses(model, batch, tokens[:sentences], one_each, [], 1)
         assert rows == [4] * 6
-        for ours, theirs in zip(stale, plain):
+        for (ours, _), (theirs, _) in zip(stale, plain):
             torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-5)
 
 

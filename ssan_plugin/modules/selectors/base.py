@@ -397,10 +397,11 @@ class SelectorMultiheadAttention(SelectionReporter, MultiheadAttention):
 
     The parameters are fairseq's attention's (q/k/v/out projections, same names, so a plain
     Transformer checkpoint loads into it) plus the selector's, under ``selector.``. Per forward:
-    in evaluation, without weights asked for, the selector's ``evaluation_mask`` if it has one
-    and torch's fused attention over it (a decoding step: matmul, softmax, matmul); otherwise E = (q / sqrt(d)) k^T (+ ``attn_mask``) in
-    float32, the selector's weights, attention dropout, the weighted sum of the values, the
-    selector's output gate if any. Then ``out_proj``. A forward that wants statistics
+    in evaluation, the selector's ``evaluation_mask`` if it has one and torch's fused attention
+    over it (a decoding step, or weights asked for: matmul, softmax, matmul); otherwise
+    E = (q / sqrt(d)) k^T (+ ``attn_mask``) in float32, the selector's weights, attention
+    dropout, the weighted sum of the values, the selector's output gate if any. Then
+    ``out_proj``. A forward that wants statistics
     (``wants_statistics()``) reports a ``SelectionStats`` record (:func:`selection_record`).
 
     Decoder sites decode step by step as fairseq's attention does: the incremental state keeps

@@ -4,9 +4,8 @@ its encoder-decoder attention, and the selection maps of its decoder sites.
 For a sentence pair given as words (the tokens of a gold alignment), each word of each side is
 encoded on its own as preparation encodes text (:class:`~.inputs.AnalysisInput`), so every piece
 belongs to one given word. The decoder is teacher-forced on the target pieces
-(``</s> y_1 .. y_{n-1}`` in, ``y_1 .. y_n </s>`` predicted), and each decoder layer's cross
-attention is read where target piece y_t is predicted: a (target pieces x source pieces) map
-per layer, ``</s>`` left out on both sides. Two maps (``MAPS``):
+(``</s> y_1 .. y_{n-1}`` in, ``y_1 .. y_{n-1} </s>`` predicted); each decoder layer's cross
+attention gives a (queries x source pieces) map, source ``</s>`` left out. Two maps (``MAPS``):
 
 - ``weights``: the attention weights averaged over heads (what fairseq's ``--print-alignment``
   reads), for any model; a target piece is linked to the source piece of its largest weight
@@ -15,10 +14,20 @@ per layer, ``</s>`` left out on both sides. Two maps (``MAPS``):
   ``--cross-selector``); a target piece is linked to every source piece that most heads select
   (a share above one half), possibly none.
 
-Piece links become word links: two words are linked when any of their pieces are. The layer is
-chosen by a rule fixed before any score is seen, :data:`LAYER_RULE` (the penultimate decoder
-layer, the best layer for attention alignments in Garg et al. 2019; the only layer of a one-layer
-decoder); every layer is scored and reported beside it.
+Two readings (``READINGS``) say which query's row stands for target piece y_t:
+
+- ``predicted``: the query that predicts y_t (fairseq's ``--print-alignment``);
+- ``shifted``: the query whose decoder input is y_t, one position later (Shift-Att, Chen et al.
+  2020: attention tends to look at the source word of the token it is about to be fed, one
+  token early for the token it predicts).
+
+Piece links become word links: two words are linked when any of their pieces are. What is
+reported first is fixed before any score is seen (:data:`LAYER_RULE`, the ``predicted`` reading
+at the penultimate decoder layer, the best layer for attention alignments in Garg et al. 2019;
+the only layer of a one-layer decoder). Beside it, :func:`held_apart_choice` picks a reading and
+layer without looking at the sentences it scores: the pairs are split into :data:`FOLDS` folds
+by position (pair k in fold k mod FOLDS), and each fold is aligned with the (reading, layer) of
+lowest AER on the other folds' pairs. Every reading and layer is scored and reported.
 """
 
 import contextlib
@@ -30,13 +39,20 @@ from torch import Tensor
 
 from ..errors import PipelineError
 from ..modules.selection import SelectionReporter, selection_statistics
+from ..translation.alignment import GoldAlignment, alignment_scores
 from .inputs import AnalysisInput, Encoded
 from .maps import keeping_selection
 
 Link = Tuple[int, int]
 MAPS = ("weights", "selection")
-#: how the reported layer is chosen, fixed in advance (see the module docstring)
+#: which query's row stands for a target piece (module docstring)
+READINGS = ("predicted", "shifted")
+#: how the layer reported first is chosen, fixed in advance (see the module docstring)
 LAYER_RULE = "penultimate decoder layer"
+#: the reading of the rule fixed in advance
+RULE_READING = "predicted"
+#: folds of the held-apart choice: pair k (0-based) belongs to fold k % FOLDS
+FOLDS = 2
 
 
 def rule_layer(n_layers: int) -> int:
@@ -117,10 +133,14 @@ def piece_links(matrix: Tensor, kind: str) -> Set[Link]:
     return {(int(s), int(t)) for t, s in (matrix > 0.5).nonzero().tolist()}
 
 
-def word_links_of(matrix: Tensor, source: Encoded, target: Encoded, kind: str) -> Set[Link]:
+def word_links_of(matrix: Tensor, source: Encoded, target: Encoded, kind: str,
+                  reading: str = RULE_READING) -> Set[Link]:
     """Word links (source word, target word) of one sentence's (T, S) map (``</s>`` included:
-    dropped here)."""
-    inner = matrix[:-1, :-1]
+    dropped here), row t standing for target piece t (``predicted``) or t - 1 (``shifted``)."""
+    if reading not in READINGS:
+        raise ValueError(f"reading must be one of {', '.join(READINGS)}, got {reading!r}")
+    rows = matrix[:-1] if reading == "predicted" else matrix[1:]
+    inner = rows[:, :-1]
     return {(source.word_index[s], target.word_index[t]) for s, t in piece_links(inner, kind)}
 
 
@@ -143,26 +163,72 @@ def decoder_selection_maps(model, source: Tensor, target: Tensor) -> Dict[str, D
 
 @dataclass
 class ForcedAlignment:
-    """Per decoder layer, one set of (source word, target word) links per sentence pair."""
+    """``links[reading][layer][k]``: the (source word, target word) links of pair k."""
 
-    layers: List[List[Set[Link]]]
+    links: Dict[str, List[List[Set[Link]]]]
     rule_layer: int
+
+    @property
+    def rule(self) -> Tuple[str, int]:
+        """(reading, layer) of the rule fixed in advance."""
+        return RULE_READING, self.rule_layer
 
 
 def forced_alignments(inp: AnalysisInput, pairs: Sequence[Tuple[Sequence[str], Sequence[str]]],
                       kind: str = "weights", progress=None) -> ForcedAlignment:
-    """Word links of every (source words, target words) pair at every decoder layer; the
-    model's source side first. ``progress``: an iterable wrapper (tqdm) or None."""
+    """Word links of every (source words, target words) pair at every decoder layer, in both
+    readings; the model's source side first. ``progress``: an iterable wrapper (tqdm) or None."""
     if not pairs:
         raise PipelineError("no sentence pair to align")
     check_map(inp.model, kind)
     sources = inp.encode_words([p[0] for p in pairs])
     targets = inp.encode_words([p[1] for p in pairs], side="target")
     n_layers = len(inp.model.decoder.layers)
-    links: List[List[Set[Link]]] = [[] for _ in range(n_layers)]
+    links = {reading: [[] for _ in range(n_layers)] for reading in READINGS}
     indices = range(len(pairs)) if progress is None else progress(range(len(pairs)))
     for k in indices:
         maps = cross_attention_maps(inp.model, sources[k].tokens, targets[k].tokens, kind)
         for layer, matrix in enumerate(maps):
-            links[layer].append(word_links_of(matrix, sources[k], targets[k], kind))
+            for reading in READINGS:
+                links[reading][layer].append(word_links_of(matrix, sources[k], targets[k], kind, reading))
     return ForcedAlignment(links, rule_layer(n_layers))
+
+
+def fold_of(k: int) -> int:
+    """The fold of the held-apart choice that pair k (0-based) belongs to."""
+    return k % FOLDS
+
+
+@dataclass
+class HeldApartChoice:
+    """Per fold, the (reading, layer) chosen on the other folds and its AER there; ``links``:
+    every pair's links from its own fold's choice."""
+
+    choices: List[Tuple[str, int]]
+    chosen_on_aer: List[float]
+    links: List[Set[Link]]
+
+
+def held_apart_choice(links: Dict[str, List[List[Set[Link]]]], gold: Sequence[GoldAlignment],
+                      rule: Tuple[str, int]) -> HeldApartChoice:
+    """Align each fold with the (reading, layer) of lowest AER on the other folds' pairs (ties:
+    ``rule`` first, then readings in READINGS order, layers from the first); ``links`` as
+    :attr:`ForcedAlignment.links`, ``gold`` one entry a pair. Needs a pair in every fold."""
+    n = len(gold)
+    if n < FOLDS:
+        raise PipelineError(f"the held-apart choice needs at least {FOLDS} sentence pairs, got {n}")
+    candidates = [rule] + [(reading, layer) for reading in READINGS
+                           for layer in range(len(links[reading])) if (reading, layer) != rule]
+    choices, chosen_on, out = [], [], [set() for _ in range(n)]
+    for fold in range(FOLDS):
+        other = [k for k in range(n) if fold_of(k) != fold]
+        scored = [alignment_scores([links[r][l][k] for k in other], [gold[k] for k in other]).aer
+                  for r, l in candidates]
+        best = min(range(len(candidates)), key=lambda i: (scored[i], i))
+        reading, layer = candidates[best]
+        choices.append((reading, layer))
+        chosen_on.append(scored[best])
+        for k in range(n):
+            if fold_of(k) == fold:
+                out[k] = links[reading][layer][k]
+    return HeldApartChoice(choices, chosen_on, out)

@@ -3,14 +3,17 @@
 Reads sentence pairs as tokenised words (``--bitext``, one ``A ||| B`` pair a line, the layout
 of the WPT gold sets), teacher-forces the model on each pair and reads every decoder layer's
 cross attention (``--map weights``) or cross selection (``--map selection``, a model trained
-with ``--cross-selector``); see ssan_plugin/analysis/alignments.py for the rules. The bitext's
+with ``--cross-selector``), each target piece read where it is predicted or, shifted, where it
+is the decoder's input; see ssan_plugin/analysis/alignments.py for the rules. The bitext's
 sides are named by ``--langs A-B`` (default: the file's suffix, e.g. ``test.ro-en``); the
 model translates either way round, and links are written as the gold writes them (A's word
 first, 1-based ``i-j``). With ``--gold``: precision, recall and AER (sure and possible links)
-per decoder layer, the layer of the rule fixed in advance (the penultimate) reported first.
+per reading and decoder layer, the rule fixed in advance (predicted, penultimate layer) reported
+first, and the held-apart choice (each half of the pairs aligned with the reading and layer
+best on the other half).
 
-Writes ``--out`` (JSON: the scores of every layer and every layer's links) and, with
-``--links``, the rule layer's links, one sentence a line.
+Writes ``--out`` (JSON: the scores and links of every reading and layer, and of the held-apart
+choice) and, with ``--links``, the rule's links, one sentence a line.
 
 ``--eflomal-train PREFIX`` (instead of ``--data`` / ``--checkpoint``): the statistical peer,
 eflomal trained on ``PREFIX.A`` / ``PREFIX.B`` (raw parallel text, Moses-tokenised here) plus the
@@ -74,7 +77,8 @@ def main(argv=None) -> int:
                   args.overwrite)
     from tqdm import tqdm
 
-    from ssan_plugin.analysis.alignments import LAYER_RULE, forced_alignments
+    from ssan_plugin.analysis.alignments import (FOLDS, LAYER_RULE, READINGS, RULE_READING,
+                                                 forced_alignments, held_apart_choice)
     from ssan_plugin.analysis.inputs import AnalysisInput
     from ssan_plugin.translation.alignment import (alignment_scores, check_links, format_links,
                                                    read_bitext, read_gold)
@@ -100,32 +104,54 @@ def main(argv=None) -> int:
     ordered = [(b, a) if flipped else (a, b) for a, b in pairs]
     result = forced_alignments(model, ordered, args.map,
                                progress=lambda it: tqdm(it, desc="forced decoding", file=sys.stderr))
-    layers = []
-    for index, per_sentence in enumerate(result.layers):
-        links = [{(j, i) for i, j in s} if flipped else s for s in per_sentence]  # A's word first
-        entry = {"layer": index, "links": [format_links(s) for s in links]}
+    # A's word first, as the gold writes links
+    links = {reading: [[{(j, i) for i, j in s} if flipped else s for s in per_sentence]
+                       for per_sentence in per_layer] for reading, per_layer in result.links.items()}
+
+    def scored(entry: dict, predicted) -> dict:
         if gold is not None:
-            scores = alignment_scores(links, gold)
+            scores = alignment_scores(predicted, gold)
             entry.update(precision=scores.precision, recall=scores.recall, aer=scores.aer,
                          predicted=scores.predicted, sure=scores.sure, possible=scores.possible)
-        layers.append(entry)
+        return entry
+
+    readings = {reading: [scored({"layer": index, "links": [format_links(s) for s in per_sentence]},
+                                 per_sentence)
+                          for index, per_sentence in enumerate(links[reading])]
+                for reading in READINGS}
     report = {"checkpoint": args.checkpoint, "data": args.data, "bitext": args.bitext,
               "gold": args.gold, "langs": f"{side_a}-{side_b}", "model": f"{src}-{tgt}",
-              "map": args.map, "rule": LAYER_RULE, "rule_layer": result.rule_layer,
-              "sentences": len(pairs), "layers": layers}
+              "map": args.map, "rule": LAYER_RULE, "rule_reading": RULE_READING,
+              "rule_layer": result.rule_layer, "sentences": len(pairs), "readings": readings}
+    held = None
+    if gold is not None and len(pairs) >= FOLDS:
+        held = held_apart_choice(links, gold, result.rule)
+        report["held_apart"] = scored({
+            "folds": FOLDS, "fold_of_pair": f"pair k (0-based) in fold k % {FOLDS}",
+            "choices": [{"fold": fold, "reading": reading, "layer": layer, "aer_on_other_folds": aer}
+                        for fold, ((reading, layer), aer) in enumerate(zip(held.choices, held.chosen_on_aer))],
+            "links": [format_links(s) for s in held.links]}, held.links)
     Path(args.out).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    rule_entry = readings[RULE_READING][result.rule_layer]
     if args.links:
-        Path(args.links).write_text("".join(line + "\n" for line in layers[result.rule_layer]["links"]),
-                                    encoding="utf-8")
-    order = [result.rule_layer] + [i for i in range(len(layers)) if i != result.rule_layer]
-    for i in order:
-        entry = layers[i]
-        tag = f"layer {i}" + (f" ({LAYER_RULE})" if i == result.rule_layer else "")
+        Path(args.links).write_text("".join(line + "\n" for line in rule_entry["links"]), encoding="utf-8")
+    order = [(RULE_READING, result.rule_layer)] + [
+        (reading, i) for reading in READINGS for i in range(len(readings[reading]))
+        if (reading, i) != (RULE_READING, result.rule_layer)]
+    for reading, i in order:
+        entry = readings[reading][i]
+        tag = f"{reading}, layer {i}" + (f" (the rule: {LAYER_RULE})"
+                                         if (reading, i) == (RULE_READING, result.rule_layer) else "")
         if gold is not None:
             print(f"{tag}: AER {100 * entry['aer']:.1f}, precision {100 * entry['precision']:.1f}, "
                   f"recall {100 * entry['recall']:.1f} ({entry['predicted']} links)")
         else:
             print(f"{tag}: {sum(len(line.split()) for line in entry['links'])} links")
+    if held is not None:
+        entry = report["held_apart"]
+        chosen = "; ".join(f"fold {c['fold']}: {c['reading']}, layer {c['layer']}" for c in entry["choices"])
+        print(f"held-apart choice ({chosen}): AER {100 * entry['aer']:.1f}, precision "
+              f"{100 * entry['precision']:.1f}, recall {100 * entry['recall']:.1f}")
     return 0
 
 

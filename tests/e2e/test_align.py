@@ -1,12 +1,15 @@
 """ssan-align (commands/align.py, analysis/alignments.py) on a tiny En-Ro model prepared by
 ssan-prepare-translation: the last layer's piece links are those fairseq-generate
 --score-reference --print-alignment prints for the same pairs (fairseq's own hard alignment);
-every layer is reported with the rule's layer first; the scores are those of the written links
-(recomputed); a bitext given the other way round gives the same links; the selection map of a
+every reading and layer is reported with the rule first; the scores are those of the written
+links (recomputed); the shifted reading reads the next query's row; the held-apart choice aligns
+each fold with the candidate best on the other fold; a bitext given the other way round gives
+the same links; the selection map of a
 cross-selector model is the heads' majority; bad input is one line. ssan-show-selection with a
 reference translation draws the decoder and cross selection maps of a model selecting there;
 the eflomal peer (--eflomal-train) is scored in the same layout."""
 
+import itertools
 import json
 import re
 
@@ -71,20 +74,38 @@ def test_the_command_reports_every_layer_and_scores_its_own_links(models, tmp_pa
     assert align.main(["--data", str(data), "--checkpoint", str(plain), "--bitext", str(bitext),
                        "--gold", str(gold), "--out", str(out), "--links", str(links)]) == 0
     report = json.loads(out.read_text())
-    assert report["rule_layer"] == 0 and report["langs"] == "en-ro" and report["model"] == "en-ro"
-    assert [entry["layer"] for entry in report["layers"]] == [0, 1]
+    assert report["rule_layer"] == 0 and report["rule_reading"] == "predicted"
+    assert report["langs"] == "en-ro" and report["model"] == "en-ro"
+    assert sorted(report["readings"]) == ["predicted", "shifted"]
     reference = read_gold(gold)
     words = [line.split(" ||| ") for line in bitext.read_text().splitlines()]
-    for entry in report["layers"]:
-        predicted = [parse_links(line, "json")[0] for line in entry["links"]]
-        for (a, b), sentence in zip(words, predicted):
-            assert all(i < len(a.split()) and j < len(b.split()) for i, j in sentence)
-            assert len({j for _, j in sentence}) == len(b.split())  # argmax: every target word linked
-        scores = alignment_scores(predicted, reference)
-        assert entry["aer"] == pytest.approx(scores.aer) and entry["predicted"] == scores.predicted
-    assert links.read_text().splitlines() == report["layers"][0]["links"]
+    parsed = {}
+    for reading, layers in report["readings"].items():
+        assert [entry["layer"] for entry in layers] == [0, 1]
+        for entry in layers:
+            predicted = [parse_links(line, "json")[0] for line in entry["links"]]
+            parsed[reading, entry["layer"]] = predicted
+            for (a, b), sentence in zip(words, predicted):
+                assert all(i < len(a.split()) and j < len(b.split()) for i, j in sentence)
+                assert len({j for _, j in sentence}) == len(b.split())  # argmax: every target word linked
+            scores = alignment_scores(predicted, reference)
+            assert entry["aer"] == pytest.approx(scores.aer) and entry["predicted"] == scores.predicted
+    assert links.read_text().splitlines() == report["readings"]["predicted"][0]["links"]
+    # the held-apart choice: pairs 0 and 2 (fold 0) take the candidate best on pair 1, and back
+    held = report["held_apart"]
+    candidates = [("predicted", 0), ("predicted", 1), ("shifted", 0), ("shifted", 1)]
+    for fold, own, other in ((0, [0, 2], [1]), (1, [1], [0, 2])):
+        aers = [alignment_scores([parsed[c][k] for k in other], [reference[k] for k in other]).aer
+                for c in candidates]
+        best = candidates[aers.index(min(aers))]
+        assert (held["choices"][fold]["reading"], held["choices"][fold]["layer"]) == best
+        assert held["choices"][fold]["aer_on_other_folds"] == pytest.approx(min(aers))
+        assert [held["links"][k] for k in own] == [report["readings"][best[0]][best[1]]["links"][k] for k in own]
+    assert held["aer"] == pytest.approx(alignment_scores(
+        [parse_links(line, "json")[0] for line in held["links"]], reference).aer)
     printed = capsys.readouterr().out.splitlines()
-    assert printed[0].startswith("layer 0 (penultimate decoder layer): AER ")
+    assert printed[0].startswith("predicted, layer 0 (the rule: penultimate decoder layer): AER ")
+    assert printed[-1].startswith("held-apart choice (fold 0: ")
 
     # the same pairs written the other way round (ro ||| en): the same links, transposed
     flipped_bitext = tmp_path / "test.ro-en"
@@ -96,7 +117,8 @@ def test_the_command_reports_every_layer_and_scores_its_own_links(models, tmp_pa
     assert align.main(["--data", str(data), "--checkpoint", str(plain), "--bitext", str(flipped_bitext),
                        "--gold", str(flipped_gold), "--out", str(out2)]) == 0
     flipped = json.loads(out2.read_text())
-    for a, b in zip(report["layers"], flipped["layers"]):
+    for a, b in itertools.chain(*(zip(report["readings"][r], flipped["readings"][r])
+                                  for r in ("predicted", "shifted"))):
         assert [{(j, i) for i, j in parse_links(line, "x")[0]} for line in b["links"]] == \
                [parse_links(line, "x")[0] for line in a["links"]]
 
@@ -114,9 +136,10 @@ def test_selection_map_links_what_most_heads_select(models):
         assert torch.all((matrix * heads).round() == matrix * heads)  # shares of heads
         # top-k with k = 2: each head selects two source pieces a target piece
         assert torch.allclose(matrix.sum(-1), torch.full((matrix.size(0),), 2.0))
-        expected = {(source.word_index[s], target.word_index[t])
-                    for t, s in (matrix[:-1, :-1] > 0.5).nonzero().tolist()}
-        assert result.layers[layer][0] == expected
+        for reading, rows in (("predicted", matrix[:-1, :-1]), ("shifted", matrix[1:, :-1])):
+            expected = {(source.word_index[s], target.word_index[t])
+                        for t, s in (rows > 0.5).nonzero().tolist()}
+            assert result.links[reading][layer][0] == expected
 
 
 def test_bad_input_is_one_line(models, tmp_path, capsys):

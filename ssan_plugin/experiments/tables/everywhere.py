@@ -7,8 +7,9 @@ and the rule that carries systems to En-Ro, the cost) plus two of its own:
   (``L`` = ``3``, ``dec3``, ``cross3``) in the validation record that chose
   ``checkpoint_best.pt``, averaged over seeds;
 - :func:`alignment_table`: per system of an aligned pair, the AER (and precision, recall) of its
-  runs' archived ``alignment.MAP.json`` (``ssan-align`` at the layer its rule fixed in advance),
-  mean ± sd over seeds, with the statistical peer (eflomal, mean ± sd over its runs) beside;
+  runs' archived ``alignment.MAP.json`` (``ssan-align``: the rule fixed in advance, and the
+  held-apart choice of reading and layer), mean ± sd over seeds, with the statistical peer
+  (eflomal, mean ± sd over its runs) beside;
 - :func:`site_cost_goal_table`: per selector and site of the cost bench, its ratios to the
   baseline against the cost goal (speed at least ``SPEED_GOAL`` of the baseline's, memory at
   most ``MEMORY_GOAL`` times).
@@ -17,8 +18,9 @@ Every function works on whatever is archived: no run, some, or all.
 """
 
 import re
+from collections import Counter
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -74,37 +76,59 @@ def site_rates_table(plan, study: str, pair: str) -> str:
     return "\n".join(out)
 
 
+SCORES = ("aer", "precision", "recall")
+
+
 def rule_scores(path: Path) -> Dict[str, float]:
-    """AER, precision and recall of the rule's layer of one ``alignment.MAP.json``."""
+    """AER, precision and recall of the rule's reading and layer of one ``alignment.MAP.json``."""
     record = archive_json(path)
+    reading = archived_value(path, "rule_reading", number=False, data=record)
     layer = archived_value(path, "rule_layer", data=record)
-    layers = archived_value(path, "layers", number=False, data=record)
+    layers = archived_value(path, "readings", reading, number=False, data=record)
     if not isinstance(layers, list) or not 0 <= int(layer) < len(layers):
         raise ResultsError(f"{path}: key 'rule_layer' {layer!r} is not one of its layers")
-    return {key: archived_value(path, "layers", int(layer), key, data=record)
-            for key in ("aer", "precision", "recall")}
+    return {key: archived_value(path, "readings", reading, int(layer), key, data=record) for key in SCORES}
+
+
+def held_apart_scores(path: Path) -> Tuple[Dict[str, float], List[str]]:
+    """AER, precision and recall of the held-apart choice of one ``alignment.MAP.json``, and its
+    choices as ``READING LAYER`` (one a fold)."""
+    record = archive_json(path)
+    scores = {key: archived_value(path, "held_apart", key, data=record) for key in SCORES}
+    choices = archived_value(path, "held_apart", "choices", number=False, data=record)
+    named = [f"{archived_value(path, 'held_apart', 'choices', k, 'reading', number=False, data=record)} "
+             f"{int(archived_value(path, 'held_apart', 'choices', k, 'layer', data=record))}"
+             for k in range(len(choices))]
+    return scores, named
 
 
 def alignment_table(plan, study: str, pair: str, peer: Optional[Path] = None,
                     maps: Sequence[str] = ("weights", "selection")) -> str:
     """Markdown, one row per system and map of ``study`` on ``pair`` with archived alignments:
-    AER, precision and recall (percent, mean ± sd over seeds) at the rule's layer; then the
-    peer's directions (``peer``: ``ssan-align --eflomal-train``'s JSON)."""
-    out = ["| aligner | map | seeds (runs) | AER | precision | recall |", "|---|---|---|---|---|---|"]
+    AER, precision and recall (percent, mean ± sd over seeds) of the rule fixed in advance and
+    of the held-apart choice (with how often each reading and layer was chosen, over folds and
+    seeds); then the peer's directions (``peer``: ``ssan-align --eflomal-train``'s JSON)."""
+    out = ["| aligner | map | seeds (runs) | AER | precision | recall | held-apart AER | precision "
+           "| recall | chosen (folds) |", "|---|---|---|---|---|---|---|---|---|---|"]
     archive = Path(plan.archive) if plan.archive else None
     for run_system in _study(plan, study).systems:
         for kind in maps:
-            scores, seeds = [], []
+            rule, held, chosen, seeds = [], [], Counter(), []
             for run in plan.runs():
                 if (run.study.name, run.pair.name, run.system.name) != (study, pair, run_system):
                     continue
                 path = plan.alignment_file(run, kind) if archive else None
                 if path is not None and path.is_file():
-                    scores.append(rule_scores(path))
+                    rule.append(rule_scores(path))
+                    scores, named = held_apart_scores(path)
+                    held.append(scores)
+                    chosen.update(named)
                     seeds.append(run.seed)
-            if scores:
-                cells = [mean_sd([100 * s[key] for s in scores], 1) for key in ("aer", "precision", "recall")]
-                out.append(f"| {run_system} | {kind} | {' '.join(map(str, seeds))} | " + " | ".join(cells) + " |")
+            if rule:
+                cells = [mean_sd([100 * s[key] for s in runs], 1) for runs in (rule, held) for key in SCORES]
+                choices = ", ".join(f"{name} ×{count}" for name, count in sorted(chosen.items()))
+                out.append(f"| {run_system} | {kind} | {' '.join(map(str, seeds))} | "
+                           + " | ".join(cells) + f" | {choices} |")
     if peer is not None and Path(peer).is_file():
         record = archive_json(peer)
         runs = archived_value(peer, "runs", data=record)
@@ -112,8 +136,9 @@ def alignment_table(plan, study: str, pair: str, peer: Optional[Path] = None,
             name = archived_value(peer, "directions", k, "direction", number=False, data=record)
             cells = [mean_sd([100 * v for v in archived_value(peer, "directions", k, f"{key}_runs",
                                                                number=False, data=record)], 1)
-                     for key in ("aer", "precision", "recall")]
-            out.append(f"| eflomal (peer) | {name} | ({int(runs)} runs) | " + " | ".join(cells) + " |")
+                     for key in SCORES]
+            out.append(f"| eflomal (peer) | {name} | ({int(runs)} runs) | " + " | ".join(cells)
+                       + " | — | — | — | — |")
     if len(out) == 2:
         return "No alignment archived yet."
     return "\n".join(out)

@@ -1,12 +1,20 @@
 """ssan_plugin/analysis/alignments.py's rules on hand-made maps: argmax links (first maximum on
-ties), majority links of a selection map (possibly none), pieces to words with </s> dropped,
-the fixed layer rule, fairseq's two shapes of cross attention weights. The model-level
+ties), majority links of a selection map (possibly none), pieces to words with </s> dropped in
+both readings (the shifted one reads the next query's row), the fixed layer rule, the held-apart
+choice against a brute force over folds, fairseq's two shapes of cross attention weights. The model-level
 extraction (against fairseq's own --print-alignment): tests/e2e/test_align.py."""
 
+import itertools
+import random
+
+import pytest
 import torch
 
-from ssan_plugin.analysis.alignments import head_mean, piece_links, rule_layer, word_links_of
+from ssan_plugin.analysis.alignments import (held_apart_choice, head_mean, piece_links, rule_layer,
+                                             word_links_of)
 from ssan_plugin.analysis.inputs import Encoded
+from ssan_plugin.errors import PipelineError
+from ssan_plugin.translation.alignment import GoldAlignment
 
 
 def test_argmax_links_every_target_piece_to_its_first_largest_source_piece():
@@ -31,6 +39,14 @@ def test_pieces_become_words_and_eos_is_dropped():
                            [0.1, 0.1, 0.3, 0.5],   # y -> </s> is dropped: argmax over c
                            [0.0, 0.0, 0.0, 1.0]])  # the </s> row is dropped
     assert word_links_of(matrix, source, target, "weights") == {(0, 0), (1, 1)}
+    # shifted: x is read on the row whose input is x (the second), y on the </s> row
+    assert word_links_of(matrix, source, target, "weights", "shifted") == {(1, 0), (0, 1)}
+    # with one row a piece later, the shifted reading is the predicted one
+    later = torch.cat([torch.zeros(1, 4), matrix[:-1]])
+    assert word_links_of(later, source, target, "weights", "shifted") == \
+        word_links_of(matrix, source, target, "weights")
+    with pytest.raises(ValueError, match="reading must be one of predicted, shifted"):
+        word_links_of(matrix, source, target, "weights", "backward")
 
 
 def test_the_layer_rule_is_the_penultimate_layer():
@@ -42,3 +58,51 @@ def test_head_mean_reads_both_of_fairseqs_shapes():
     torch.testing.assert_close(head_mean(heads), heads.mean(0)[0])
     averaged = torch.rand(2, 3, 5)  # (B, T, S)
     assert torch.equal(head_mean(averaged), averaged[0])
+
+
+def _aer(links, gold):
+    """AER from its definition, pooled over the sentences given (sure links only here)."""
+    a = sum(len(x) for x in links)
+    s = sum(len(g.sure) for g in gold)
+    hit = sum(len(set(x) & g.sure) for x, g in zip(links, gold))
+    return 1 - 2 * hit / (a + s)
+
+
+def test_the_held_apart_choice_aligns_each_fold_with_the_best_candidate_on_the_other():
+    rng = random.Random(0)
+    n, layers = 9, 3
+    gold = []
+    for _ in range(n):
+        sure = frozenset((i, i) for i in range(rng.randint(1, 4)))
+        gold.append(GoldAlignment(sure, sure))
+    links = {reading: [[{(i, (i + shift) % 4) for i in range(rng.randint(1, 4))} for _ in range(n)]
+                       for shift in ([0, 1, 2] if reading == "predicted" else [1, 2, 3])]
+             for reading in ("predicted", "shifted")}
+    links["shifted"][2] = [set(g.sure) for g in gold]  # perfect on every pair
+    choice = held_apart_choice(links, gold, ("predicted", 1))
+    for fold in (0, 1):
+        other = [k for k in range(n) if k % 2 != fold]
+        brute = min(itertools.product(("predicted", "shifted"), range(layers)),
+                    key=lambda c: _aer([links[c[0]][c[1]][k] for k in other], [gold[k] for k in other]))
+        assert choice.choices[fold] == brute == ("shifted", 2)
+        assert choice.chosen_on_aer[fold] == pytest.approx(0.0)
+    assert choice.links == links["shifted"][2]
+
+
+def test_the_held_apart_choice_uses_only_the_other_fold_and_prefers_the_rule_on_ties():
+    sure = [frozenset({(0, 0)}), frozenset({(1, 1)}), frozenset({(0, 0)}), frozenset({(1, 1)})]
+    gold = [GoldAlignment(s, s) for s in sure]
+    right, wrong = [{(0, 0)}, {(1, 1)}] * 2, [{(1, 1)}, {(0, 0)}] * 2
+    # layer 1 is right on fold 1 only (odd pairs), layer 0 on fold 0 only (even pairs):
+    # each fold gets the layer that is right on the other one, i.e. wrong on itself
+    links = {"predicted": [[right[0], wrong[1], right[2], wrong[3]],
+                           [wrong[0], right[1], wrong[2], right[3]]],
+             "shifted": [[wrong[k] for k in range(4)], [wrong[k] for k in range(4)]]}
+    choice = held_apart_choice(links, gold, ("predicted", 1))
+    assert choice.choices == [("predicted", 1), ("predicted", 0)]
+    assert choice.links == wrong
+    # equal everywhere: the rule wins every fold
+    same = {"predicted": [right, right], "shifted": [right, right]}
+    assert held_apart_choice(same, gold, ("predicted", 1)).choices == [("predicted", 1)] * 2
+    with pytest.raises(PipelineError, match="needs at least 2 sentence pairs, got 1"):
+        held_apart_choice({"predicted": [[right[0]]], "shifted": [[right[0]]]}, gold[:1], ("predicted", 0))

@@ -46,7 +46,13 @@ def test_the_tables_read_the_archives(tmp_path):
         curve(run, {"kind": "valid", "valid_loss": 4.0, "valid_sel_cross0": rate})
         layers = [{"layer": 0, "aer": 0.9, "precision": 0.1, "recall": 0.1},
                   {"layer": 1, "aer": aer, "precision": 0.7, "recall": 0.6}]
-        (run / "alignment.weights.json").write_text(json.dumps({"rule_layer": 1, "layers": layers}))
+        shifted = [{"layer": 0, "aer": 0.2, "precision": 0.8, "recall": 0.8}, layers[0]]
+        held = {"aer": aer - 0.2, "precision": 0.8, "recall": 0.7,
+                "choices": [{"fold": 0, "reading": "shifted", "layer": 0},
+                            {"fold": 1, "reading": "shifted" if seed == 1 else "predicted", "layer": seed - 1}]}
+        (run / "alignment.weights.json").write_text(json.dumps(
+            {"rule_reading": "predicted", "rule_layer": 1, "readings": {"predicted": layers, "shifted": shifted},
+             "held_apart": held}))
     table = site_rates_table(plan, "s", "a")
     assert "| ssan | 1 2 | — | — | 0.500 ± 0.141 |" in table
     peer = tmp_path / "peer.json"
@@ -54,10 +60,12 @@ def test_the_tables_read_the_archives(tmp_path):
         {"direction": "forward", "aer_runs": [0.3, 0.5], "precision_runs": [0.8, 0.8],
          "recall_runs": [0.5, 0.7]}]}))
     table = alignment_table(plan, "s", "a", peer=peer)
-    assert "| ssan | weights | 1 2 | 35.0 ± 7.1 | 70.0 ± 0.0 | 60.0 ± 0.0 |" in table
-    assert "| eflomal (peer) | forward | (2 runs) | 40.0 ± 14.1 | 80.0 ± 0.0 | 60.0 ± 14.1 |" in table
+    assert ("| ssan | weights | 1 2 | 35.0 ± 7.1 | 70.0 ± 0.0 | 60.0 ± 0.0 | 15.0 ± 7.1 | 80.0 ± 0.0 "
+            "| 70.0 ± 0.0 | predicted 1 ×1, shifted 0 ×3 |") in table
+    assert ("| eflomal (peer) | forward | (2 runs) | 40.0 ± 14.1 | 80.0 ± 0.0 | 60.0 ± 14.1 "
+            "| — | — | — | — |") in table
     (tmp_path / "archive" / "s" / "a" / "ssan@2" / "alignment.weights.json").write_text(
-        json.dumps({"rule_layer": 5, "layers": []}))
+        json.dumps({"rule_reading": "predicted", "rule_layer": 5, "readings": {"predicted": []}}))
     with pytest.raises(ResultsError, match="key 'rule_layer' 5 is not one of its layers"):
         alignment_table(plan, "s", "a")
 

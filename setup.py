@@ -25,7 +25,7 @@ setup(
     license="MIT",
     python_requires=">=3.11,<3.12",
     packages=find_packages(include=["ssan_plugin", "ssan_plugin.*"]),
-    package_data={"ssan_plugin.modules": ["csrc/*.c"]},  # --ssan-kernel native, built on first use
+    package_data={"ssan_plugin.modules": ["csrc/*.c", "csrc/*.h"]},  # --ssan-kernel native, built on first use
     install_requires=[
         "torch>=2.6",  # weights_only loading by default, torch.serialization.add_safe_globals
         "numpy>=1.21.3",

@@ -1,11 +1,17 @@
-"""The native (C) kernel of SSAN's training attention, ``--ssan-kernel native``.
+"""The native (C) kernels of the training attention: SSAN's, ``--ssan-kernel native``, and the
+top-k selector's keep pattern.
 
-One sweep over memory for what ``_SampledSelectiveSoftmax`` does in about fifteen passes: the
-logistic noise, the hard sample, the selective softmax, the straight-through weights and (for
-the statistics) each row's policy entropy in the forward; the centred gradients in the backward (``csrc/sampled_selective_softmax.c``; the maths
-are in docs/design.md 1.4). The source is compiled on first use by the C compiler (``$CC``,
-else ``cc``) for this machine's CPU (``-march=native``) into a cache directory
-(``$SSAN_PLUGIN_CACHE``, else ``~/.cache/ssan_plugin``), once per source, flags and CPU; the
+- SSAN: one sweep over memory for what ``_SampledSelectiveSoftmax`` does in about fifteen
+  passes: the logistic noise, the hard sample, the selective softmax, the straight-through
+  weights and (for the statistics) each row's policy entropy in the forward; the centred
+  gradients in the backward (``csrc/sampled_selective_softmax.c``; the maths are in
+  docs/design.md 1.4).
+- top-k (:func:`topk_keep`): each row's k largest logits in one pass with a list of k keys
+  (``csrc/topk_keep.c``), the pattern torch's stable argsort gives, in a fraction of its time.
+
+The sources are compiled on first use by the C compiler (``$CC``, else ``cc``) for this
+machine's CPU (``-march=native``) into one library in a cache directory
+(``$SSAN_PLUGIN_CACHE``, else ``~/.cache/ssan_plugin``), once per sources, flags and CPU; the
 library is loaded with ctypes (no torch headers, a build of about a second). Rows are split
 between ``torch.get_num_threads()`` OpenMP threads of torch's own runtime: the library links
 ``libgomp.so.1``, which the loader resolves to the copy torch has already loaded, so the kernel
@@ -37,7 +43,10 @@ from .sampled_backward import save_sampled_for_backward
 
 logger = logging.getLogger(__name__)
 
-SOURCE = Path(__file__).with_name("csrc") / "sampled_selective_softmax.c"
+SOURCES = tuple(Path(__file__).with_name("csrc") / name
+                for name in ("sampled_selective_softmax.c", "topk_keep.c"))
+#: what the sources include (part of the library's cache key)
+HEADERS = (Path(__file__).with_name("csrc") / "thread_rows.h",)
 CFLAGS = ["-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fno-trapping-math",
           "-std=c11", "-Werror=implicit-function-declaration", "-shared", "-fPIC"]
 #: below this many elements a call runs in the calling thread alone
@@ -69,11 +78,11 @@ def _compiler() -> str:
 def library_path() -> Path:
     """Where the library for this source, compiler, flags and CPU is (or will be) cached."""
     digest = hashlib.sha256()
-    for part in (SOURCE.read_bytes(), _compiler().encode(), " ".join(CFLAGS).encode(),
-                 platform.machine().encode(), _cpu_signature().encode()):
+    for part in (*(source.read_bytes() for source in SOURCES + HEADERS), _compiler().encode(),
+                 " ".join(CFLAGS).encode(), platform.machine().encode(), _cpu_signature().encode()):
         digest.update(part)
         digest.update(b"\0")
-    return _cache_dir() / f"sampled_selective_softmax-{digest.hexdigest()[:16]}.so"
+    return _cache_dir() / f"ssan_native-{digest.hexdigest()[:16]}.so"
 
 
 def build(path: Path) -> Path:
@@ -92,7 +101,7 @@ def build(path: Path) -> Path:
             f"to a writable directory") from e
     os.close(fd)
     try:
-        done = subprocess.run([compiler, *CFLAGS, str(SOURCE), "-o", tmp, "-lm"],
+        done = subprocess.run([compiler, *CFLAGS, *map(str, SOURCES), "-o", tmp, "-lm"],
                               capture_output=True, text=True)
         if done.returncode != 0:
             raise NativeKernelUnavailable(
@@ -126,18 +135,21 @@ def load() -> ctypes.CDLL:
     lib.ssan_sampled_backward.restype = None
     lib.ssan_sampled_backward.argtypes = [_ptr, _ptr, _ptr, _ptr, _ptr, _i64, _i64, _i32, _ptr,
                                           _ptr]
+    lib.ssan_topk_keep.restype = ctypes.c_int
+    lib.ssan_topk_keep.argtypes = [_ptr, _ptr, _i64, _i64, _i32, _ptr]
     return lib
 
 
 @lru_cache(maxsize=None)
 def available() -> bool:
-    """Whether the native kernel builds and loads here (``--ssan-kernel auto``); asked once a
-    process: when it does not, a warning gives the reason and torch's kernel trains."""
+    """Whether the native kernels build and load here (``--ssan-kernel auto``, top-k); asked
+    once a process: when they do not, a warning gives the reason and torch's operations run."""
     try:
         load()
     except NativeKernelUnavailable as e:
-        logger.warning("--ssan-kernel auto: the native SSAN kernel is unavailable here, so the "
-                       "torch kernel trains (%s)", e)
+        logger.warning("the native kernels are unavailable here, so torch's operations run "
+                       "instead (--ssan-kernel auto trains with the torch kernel; top-k ranks "
+                       "with torch's argsort): %s", e)
         return False
     return True
 
@@ -211,3 +223,24 @@ class NativeSampledSelectiveSoftmax(torch.autograd.Function):
             _ptr_of(grad_out), _ptr_of(grad_select if use_select else None), src_len, rows,
             _threads_for(rows * src_len), _ptr_of(grad_logits), _ptr_of(grad_policy))
         return grad_logits, grad_policy, None, None, None, None, None, None
+
+
+def topk_keep(ranked: Tensor, keys: Tensor) -> Tensor:
+    """bool, ``ranked``'s shape: per row (last dim), its ``keys`` largest values, the lower
+    index first among equal ones (a stable descending sort's first ``keys``). ``ranked``:
+    float32 on the CPU, without NaN; ``keys``: integers broadcastable to ``ranked``'s shape
+    with a last dim of 1 (at most the row length; 0 keeps nothing)."""
+    if ranked.dtype != torch.float32 or ranked.device.type != "cpu":
+        raise TypeError("the native top-k kernel takes float32 CPU logits")
+    src_len = ranked.size(-1)
+    ranked = ranked.contiguous()
+    keys = keys.to(torch.int64).expand(*ranked.shape[:-1], 1).contiguous()
+    keep = torch.empty(ranked.shape, dtype=torch.bool)
+    rows = ranked.numel() // src_len if src_len else 0
+    if rows == 0:
+        return keep
+    ran = load().ssan_topk_keep(ranked.data_ptr(), keys.data_ptr(), src_len, rows,
+                                _threads_for(rows * src_len), keep.data_ptr())
+    if ran < 0:
+        raise MemoryError("the native top-k kernel could not allocate its scratch indices")
+    return keep

@@ -12,9 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+#include "thread_rows.h"
 
 /* Every pass over a row runs over blocks of LANES floats, each block an inner loop of exactly
  * LANES iterations (one 64-byte vector with AVX-512, two with AVX2), reductions kept per lane.
@@ -312,17 +310,14 @@ int ssan_sampled_forward(const float *logits, const float *policy, const float *
                          int n_threads, uint64_t key, float tau, float cap, float *out,
                          float *weight, uint8_t *chosen, float *slope, float *entropy) {
     int failed = 0, ran = 1;
-#pragma omp parallel num_threads(n_threads) if (n_threads > 1) reduction(| : failed)
+#pragma omp parallel num_threads(n_threads) if (n_threads > 1) reduction(| : failed) \
+    reduction(max : ran)
     {
-#ifdef _OPENMP
-        int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
-        if (t == 0) ran = (int)n;
-#else
-        int64_t t = 0, n = 1;
-#endif
+        int64_t begin, end;
+        ran = thread_rows(rows, &begin, &end);
         failed |= ssan_sampled_forward_rows(logits, policy, noise, pad, rows_per_pad_row, S,
-                                            rows * t / n, rows * (t + 1) / n, key, tau, cap, out,
-                                            weight, chosen, slope, entropy);
+                                            begin, end, key, tau, cap, out, weight, chosen, slope,
+                                            entropy);
     }
     return failed ? -1 : ran;
 }
@@ -332,12 +327,9 @@ void ssan_sampled_backward(const float *out, const float *weight, const float *s
                            int64_t rows, int n_threads, float *grad_logits, float *grad_policy) {
 #pragma omp parallel num_threads(n_threads) if (n_threads > 1)
     {
-#ifdef _OPENMP
-        int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
-#else
-        int64_t t = 0, n = 1;
-#endif
-        ssan_sampled_backward_rows(out, weight, slope, grad_out, grad_select, S, rows * t / n,
-                                   rows * (t + 1) / n, grad_logits, grad_policy);
+        int64_t begin, end;
+        thread_rows(rows, &begin, &end);
+        ssan_sampled_backward_rows(out, weight, slope, grad_out, grad_select, S, begin, end,
+                                   grad_logits, grad_policy);
     }
 }

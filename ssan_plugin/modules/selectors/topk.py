@@ -19,6 +19,7 @@ import torch
 from fairseq.dataclass import FairseqDataclass
 from torch import Tensor
 
+from .. import native
 from ..selective_weights import hidden_keys, selective_softmax
 from .base import Selection, Selector, masked_softmax
 from ...errors import OptionError
@@ -51,17 +52,22 @@ def keys_per_query(n: Tensor, k: float) -> Tensor:
 
 def topk_pattern(logits: Tensor, key_padding_mask: Optional[Tensor], keys: Tensor) -> Tensor:
     """bool (B, h, T, S): per query, its ``keys`` (broadcastable to (B, 1, T, 1)) largest logits
-    among the visible keys; among equal logits the lower key index first; hidden keys never."""
+    among the visible keys; among equal logits the lower key index first; hidden keys never.
+    On the CPU in float32 the native kernel ranks (native.py, :func:`~..native.topk_keep`),
+    elsewhere (or without a C compiler) torch's stable argsort: the same pattern."""
     src_len = logits.size(-1)
     hidden = hidden_keys(key_padding_mask)
     # -inf logits (an additive attn_mask) still rank ahead of the hidden keys, which go last
-    ranked = logits.nan_to_num(neginf=torch.finfo(logits.dtype).min)
+    ranked = logits.detach().nan_to_num(neginf=torch.finfo(logits.dtype).min)
     if hidden is not None:
         ranked = ranked.masked_fill(hidden, float("-inf"))
-    order = ranked.argsort(dim=-1, descending=True, stable=True)
-    positions = torch.arange(src_len, device=logits.device).expand_as(order)
-    rank = torch.empty_like(order).scatter_(-1, order, positions)
-    keep = rank < keys
+    if ranked.device.type == "cpu" and ranked.dtype == torch.float32 and native.available():
+        keep = native.topk_keep(ranked, keys)
+    else:
+        order = ranked.argsort(dim=-1, descending=True, stable=True)
+        positions = torch.arange(src_len, device=logits.device).expand_as(order)
+        rank = torch.empty_like(order).scatter_(-1, order, positions)
+        keep = rank < keys
     if hidden is not None:
         keep &= ~hidden
     return keep

@@ -1,8 +1,11 @@
 """modules/selectors/topk.py: the pattern against its definition (exactly min(k, n) keys a
 query, by sorting; fractions; pads never; ties to the lower index), the layer against the
-formula written out, k >= length equal to fairseq's attention, gradients."""
+formula written out, k >= length equal to fairseq's attention, gradients. The native kernel
+(float32 on the CPU, csrc/topk_keep.c) against sorting and torch's argsort path on ties, pads,
+causal masks, -inf logits, both of its passes (k up to 32 and beyond), any thread count."""
 
 import math
+import shutil
 
 import pytest
 import torch
@@ -10,7 +13,12 @@ from helpers.selectors import (H, T, attend_by_hand, build, call, fairseq_attent
                                logits_by_hand, softmax_over)
 
 from ssan_plugin.errors import OptionError
-from ssan_plugin.modules.selectors.topk import TopKSelector
+from ssan_plugin.modules import native
+from ssan_plugin.modules.selective_weights import hidden_keys
+from ssan_plugin.modules.selectors.topk import TopKSelector, keys_per_query, topk_pattern
+
+needs_compiler = pytest.mark.skipif(shutil.which(native._compiler()) is None,
+                                    reason="no C compiler (the native kernel is optional)")
 
 
 def pattern_by_sorting(logits, pad, k):
@@ -126,3 +134,84 @@ def test_a_k_beyond_any_length_keeps_every_key():
                                                    need_weights=True, need_head_weights=True)
     queries = (~pad).T.unsqueeze(-1)
     torch.testing.assert_close(out * queries, theirs * queries, rtol=1e-6, atol=1e-9)
+
+
+def kept_by_stable_sort(ranked, keys):
+    """The first ``keys`` of each row in a stable descending sort, computed row by row in
+    Python (the definition, independent of both paths)."""
+    rows, length = ranked.reshape(-1, ranked.size(-1)), ranked.size(-1)
+    counts = keys.expand(*ranked.shape[:-1], 1).reshape(-1)
+    keep = torch.zeros(rows.shape, dtype=torch.bool)
+    for r in range(rows.size(0)):
+        order = sorted(range(length), key=lambda j: (-float(rows[r, j]), j))
+        keep[r, order[:int(counts[r])]] = True
+    return keep.view(ranked.shape)
+
+
+def tied_logits(shape, seed):
+    """float32 logits with many ties (one decimal), a constant row and -inf entries."""
+    g = torch.Generator().manual_seed(seed)
+    logits = (torch.randn(shape, generator=g) * 2).round(decimals=1)
+    logits[0, 0, 0] = 0.5  # every key tied
+    logits[-1, -1, -1, : shape[-1] // 2] = float("-inf")  # attention-masked keys
+    return logits
+
+
+@needs_compiler
+@pytest.mark.parametrize("length,k", [(1, 1), (5, 2), (13, 8), (46, 8), (40, 32), (70, 33),
+                                      (70, 0.5), (9, 0.2)])
+def test_native_kernel_keeps_the_stable_sorts_first_k(length, k):
+    logits = tied_logits((3, 2, 7, length), seed=length)
+    pad = torch.zeros(3, length, dtype=torch.bool)
+    pad[1, -(length // 3):] = length > 2  # a short sentence
+    pad[2, 1:] = True  # a one-key sentence
+    hidden = hidden_keys(pad)
+    keys = keys_per_query((~hidden).sum(-1, keepdim=True), float(k))
+    ranked = logits.nan_to_num(neginf=torch.finfo(torch.float32).min).masked_fill(hidden, float("-inf"))
+    expected = kept_by_stable_sort(ranked, keys)
+    assert torch.equal(native.topk_keep(ranked, keys), expected)
+    assert torch.equal(topk_pattern(logits, pad, keys), expected & ~hidden)
+    assert torch.equal(topk_pattern(logits.double(), pad, keys), expected & ~hidden)  # argsort path
+
+
+@needs_compiler
+def test_native_kernel_at_the_decoder_site_and_zero_keys():
+    length = 20
+    logits = tied_logits((2, 3, length, length), seed=4)
+    causal = torch.ones(length, length, dtype=torch.bool).triu(1).view(1, 1, length, length)
+    pad = torch.zeros(2, 1, 1, length, dtype=torch.bool)
+    pad[1, ..., :4] = True  # left pads
+    hidden = causal | pad
+    keys = keys_per_query((~hidden).sum(-1, keepdim=True), 8.0)  # 0 where a query sees nothing
+    assert int(keys.min()) == 0
+    kept = topk_pattern(logits, hidden, keys)
+    ranked = logits.nan_to_num(neginf=torch.finfo(torch.float32).min).masked_fill(hidden, float("-inf"))
+    assert torch.equal(kept, kept_by_stable_sort(ranked, keys) & ~hidden)
+    assert torch.equal(kept.sum(-1, keepdim=True), keys.expand(2, 3, length, 1))
+
+
+@needs_compiler
+def test_native_kernel_gives_the_same_pattern_on_any_thread_count():
+    ranked = tied_logits((4, 4, 33, 46), seed=9)
+    keys = torch.full((4, 1, 33, 1), 8)
+    per_row = keys.expand(4, 4, 33, 1).contiguous()
+    lib = native.load()
+    results = []
+    for threads in (1, 2, 3):
+        keep = torch.empty(ranked.shape, dtype=torch.bool)
+        ran = lib.ssan_topk_keep(ranked.data_ptr(), per_row.data_ptr(), 46, ranked.numel() // 46,
+                                 threads, keep.data_ptr())
+        assert ran == threads
+        results.append(keep)
+    assert torch.equal(results[0], results[1]) and torch.equal(results[0], results[2])
+    assert torch.equal(results[0], kept_by_stable_sort(ranked, keys))
+
+
+def test_without_the_native_kernel_torch_ranks(monkeypatch):
+    """No compiler: the same pattern from torch's argsort (and float64 always ranks there)."""
+    logits = tied_logits((2, 2, 6, 11), seed=2)
+    keys = torch.full((1, 1, 1, 1), 3)
+    expected = kept_by_stable_sort(logits.nan_to_num(neginf=torch.finfo(torch.float32).min), keys)
+    monkeypatch.setattr(native, "available", lambda: False)
+    monkeypatch.setattr(native, "topk_keep", None)  # never called
+    assert torch.equal(topk_pattern(logits, None, keys), expected)

@@ -303,8 +303,9 @@ def everywhere_blocks(root: Path):
     eflomal's (examples/everywhere/alignment/eflomal.ro-en.json)."""
     from ssan_plugin.experiments.plan import Plan
     from ssan_plugin.experiments.tables.bench import PROCESS_MEASURES
-    from ssan_plugin.experiments.tables.everywhere import (alignment_table, site_cost_goal_table,
-                                                           site_rates_table)
+    from ssan_plugin.experiments.tables.everywhere import (alignment_rows, alignment_table,
+                                                           alignment_verdict_table,
+                                                           site_cost_goal_table, site_rates_table)
     from ssan_plugin.experiments.tables.selectors import (check_carried_forward, cost_table,
                                                           development_table, selector_power_table,
                                                           selector_rows, verdict_table)
@@ -323,6 +324,8 @@ def everywhere_blocks(root: Path):
             "everywhere-en-ro-verdicts": verdict_table(en_ro),
             "everywhere-alignment": alignment_table(plan, "postnorm", "en-ro",
                                                     peer=where / "alignment" / "eflomal.ro-en.json"),
+            "everywhere-alignment-verdicts": alignment_verdict_table(
+                alignment_rows(plan, "postnorm", "en-ro")),
             "everywhere-cost": cost_table(bench, bench_plan.studies[0].systems, PROCESS_MEASURES,
                                           "examples/everywhere/bench/"),
             "everywhere-cost-goal": site_cost_goal_table(where / "bench" / "process.news.json")}

@@ -12,8 +12,8 @@ per reading and decoder layer, the rule fixed in advance (predicted, penultimate
 first, and the held-apart choice (each half of the pairs aligned with the reading and layer
 best on the other half).
 
-Writes ``--out`` (JSON: the scores and links of every reading and layer, and of the held-apart
-choice) and, with ``--links``, the rule's links, one sentence a line.
+Writes ``--out`` (JSON: the scores, per-sentence counts and links of every reading and layer,
+and of the held-apart choice) and, with ``--links``, the rule's links, one sentence a line.
 
 ``--eflomal-train PREFIX`` (instead of ``--data`` / ``--checkpoint``): the statistical peer,
 eflomal trained on ``PREFIX.A`` / ``PREFIX.B`` (raw parallel text, Moses-tokenised here) plus the
@@ -80,8 +80,9 @@ def main(argv=None) -> int:
     from ssan_plugin.analysis.alignments import (FOLDS, LAYER_RULE, READINGS, RULE_READING,
                                                  forced_alignments, held_apart_choice)
     from ssan_plugin.analysis.inputs import AnalysisInput
-    from ssan_plugin.translation.alignment import (alignment_scores, check_links, format_links,
-                                                   read_bitext, read_gold)
+    from ssan_plugin.translation.alignment import (COUNTS, alignment_scores, check_links,
+                                                   format_links, read_bitext, read_gold,
+                                                   sentence_counts)
 
     pairs = read_bitext(args.bitext)
     gold = read_gold(args.gold) if args.gold else None
@@ -112,7 +113,8 @@ def main(argv=None) -> int:
         if gold is not None:
             scores = alignment_scores(predicted, gold)
             entry.update(precision=scores.precision, recall=scores.recall, aer=scores.aer,
-                         predicted=scores.predicted, sure=scores.sure, possible=scores.possible)
+                         predicted=scores.predicted, sure=scores.sure, possible=scores.possible,
+                         sentence_counts=[list(c) for c in sentence_counts(predicted, gold)])
         return entry
 
     readings = {reading: [scored({"layer": index, "links": [format_links(s) for s in per_sentence]},
@@ -123,6 +125,8 @@ def main(argv=None) -> int:
               "gold": args.gold, "langs": f"{side_a}-{side_b}", "model": f"{src}-{tgt}",
               "map": args.map, "rule": LAYER_RULE, "rule_reading": RULE_READING,
               "rule_layer": result.rule_layer, "sentences": len(pairs), "readings": readings}
+    if gold is not None:
+        report["sentence_counts_are"] = list(COUNTS)
     held = None
     if gold is not None and len(pairs) >= FOLDS:
         held = held_apart_choice(links, gold, result.rule)

@@ -95,24 +95,39 @@ def check_links(links: Iterable[Link], source_len: int, target_len: int, where: 
                                 f"{source_len} source and {target_len} target tokens")
 
 
-def alignment_scores(predicted: Sequence[Iterable[Link]], gold: Sequence[GoldAlignment]) -> AlignmentScores:
-    """Scores of ``predicted`` (one set of links a sentence) against ``gold``, summed over the
-    sentences (the module docstring); the two must have as many sentences."""
+#: a sentence's counts, in this order: |A|, |S|, |P|, |A & S|, |A & P|
+COUNTS = ("predicted", "sure", "possible", "predicted_sure", "predicted_possible")
+
+
+def sentence_counts(predicted: Sequence[Iterable[Link]],
+                    gold: Sequence[GoldAlignment]) -> List[Tuple[int, int, int, int, int]]:
+    """Per sentence, the counts of :data:`COUNTS` of ``predicted`` against ``gold`` (as many
+    sentences each)."""
     if len(predicted) != len(gold):
         raise PipelineError(f"{len(predicted)} predicted alignments for {len(gold)} gold sentences")
-    a = s = p = a_s = a_p = 0
+    out = []
     for links, reference in zip(predicted, gold):
         links = set(links)
-        a += len(links)
-        s += len(reference.sure)
-        p += len(reference.possible)
-        a_s += len(links & reference.sure)
-        a_p += len(links & reference.possible)
+        out.append((len(links), len(reference.sure), len(reference.possible),
+                    len(links & reference.sure), len(links & reference.possible)))
+    return out
+
+
+def scores_of_counts(totals: Sequence[float], sentences: int = 0) -> AlignmentScores:
+    """The scores of :data:`COUNTS` summed over a test set (the module docstring)."""
+    a, s, p, a_s, a_p = totals
     return AlignmentScores(
         precision=a_p / a if a else 0.0,
         recall=a_s / s if s else 0.0,
         aer=1.0 - (a_s + a_p) / (a + s) if a + s else 0.0,
-        predicted=a, sure=s, possible=p, sentences=len(gold))
+        predicted=int(a), sure=int(s), possible=int(p), sentences=sentences)
+
+
+def alignment_scores(predicted: Sequence[Iterable[Link]], gold: Sequence[GoldAlignment]) -> AlignmentScores:
+    """Scores of ``predicted`` (one set of links a sentence) against ``gold``, summed over the
+    sentences (the module docstring); the two must have as many sentences."""
+    counts = sentence_counts(predicted, gold)
+    return scores_of_counts([sum(c[i] for c in counts) for i in range(len(COUNTS))], len(gold))
 
 
 def piece_words(pieces: Sequence[str]) -> List[int]:

@@ -90,6 +90,9 @@ def test_the_command_reports_every_layer_and_scores_its_own_links(models, tmp_pa
                 assert len({j for _, j in sentence}) == len(b.split())  # argmax: every target word linked
             scores = alignment_scores(predicted, reference)
             assert entry["aer"] == pytest.approx(scores.aer) and entry["predicted"] == scores.predicted
+            assert entry["sentence_counts"] == [  # |A|, |S|, |P|, |A&S|, |A&P| a sentence
+                [len(x), len(g.sure), len(g.possible), len(x & g.sure), len(x & g.possible)]
+                for x, g in zip(predicted, reference)]
     assert links.read_text().splitlines() == report["readings"]["predicted"][0]["links"]
     # the held-apart choice: pairs 0 and 2 (fold 0) take the candidate best on pair 1, and back
     held = report["held_apart"]
@@ -101,6 +104,8 @@ def test_the_command_reports_every_layer_and_scores_its_own_links(models, tmp_pa
         assert (held["choices"][fold]["reading"], held["choices"][fold]["layer"]) == best
         assert held["choices"][fold]["aer_on_other_folds"] == pytest.approx(min(aers))
         assert [held["links"][k] for k in own] == [report["readings"][best[0]][best[1]]["links"][k] for k in own]
+    assert report["sentence_counts_are"] == ["predicted", "sure", "possible", "predicted_sure",
+                                             "predicted_possible"]
     assert held["aer"] == pytest.approx(alignment_scores(
         [parse_links(line, "json")[0] for line in held["links"]], reference).aer)
     printed = capsys.readouterr().out.splitlines()

@@ -10,6 +10,10 @@ and the rule that carries systems to En-Ro, the cost) plus two of its own:
   runs' archived ``alignment.MAP.json`` (``ssan-align``: the rule fixed in advance, and the
   held-apart choice of reading and layer), mean ± sd over seeds, with the statistical peer
   (eflomal, mean ± sd over its runs) beside;
+- :func:`alignment_rows` / :func:`alignment_verdict_table`: per system and map, its AER against
+  the baseline's attention weights with the seed-level test (paired by seed, on the per-sentence
+  link counts each archive keeps), Holm over the table, for the rule fixed in advance and the
+  held-apart choice;
 - :func:`site_cost_goal_table`: per selector and site of the cost bench, its ratios to the
   baseline against the cost goal (speed at least ``SPEED_GOAL`` of the baseline's, memory at
   most ``MEMORY_GOAL`` times).
@@ -19,15 +23,18 @@ Every function works on whatever is archived: no run, some, or all.
 
 import re
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ...stats.seed_groups import interim_label
+from ...translation.alignment import COUNTS, scores_of_counts
 from .archives import archive_json, archived_value
 from .blocks import ResultsError
 from .selectors import _study, best_validation, head_to_head_runs
-from .verdicts import mean_sd
+from .verdicts import Comparison, apply_holm, mean_sd, seed_comparison
 
 #: the sites of a layer label's prefix, in table order
 SITE_OF_PREFIX = (("cross", "cross attention"), ("dec", "decoder self-attention"),
@@ -141,6 +148,138 @@ def alignment_table(plan, study: str, pair: str, peer: Optional[Path] = None,
                        + " | — | — | — | — |")
     if len(out) == 2:
         return "No alignment archived yet."
+    return "\n".join(out)
+
+
+#: the alignments of an archive the verdicts compare: (key, label)
+ALIGNMENT_READINGS = (("rule", "rule fixed in advance"), ("held_apart", "held-apart choice"))
+
+
+def alignment_entry(path: Path, which: str, record: Optional[dict] = None) -> tuple:
+    """The keys in ``alignment.MAP.json`` of its ``which`` (ALIGNMENT_READINGS) alignment."""
+    record = archive_json(path) if record is None else record
+    if which == "held_apart":
+        return ("held_apart",)
+    reading = archived_value(path, "rule_reading", number=False, data=record)
+    return ("readings", reading, int(archived_value(path, "rule_layer", data=record)))
+
+
+def aer_score(totals) -> float:
+    """AER in percent of link counts summed over sentences (translation/alignment.COUNTS)."""
+    return 100 * scores_of_counts(list(totals)).aer
+
+
+def aer_counts(path: Path, which: str) -> np.ndarray:
+    """(sentences, 5) link counts of ``path``'s ``which`` alignment, checked against its
+    archived AER."""
+    record = archive_json(path)
+    keys = alignment_entry(path, which, record)
+    counts = np.asarray(archived_value(path, *keys, "sentence_counts", number=False, data=record),
+                        dtype=float)
+    if counts.ndim != 2 or counts.shape[1] != len(COUNTS) or not len(counts):
+        raise ResultsError(f"{path}: {'/'.join(map(str, keys))} sentence_counts is not one row of "
+                           f"{len(COUNTS)} counts a sentence")
+    archived = 100 * archived_value(path, *keys, "aer", data=record)
+    if abs(aer_score(counts.sum(0)) - archived) > 1e-6:
+        raise ResultsError(f"{path}: {'/'.join(map(str, keys))} sentence_counts give AER "
+                           f"{aer_score(counts.sum(0)):.4f}, the archive says {archived:.4f}")
+    return counts
+
+
+@dataclass
+class AlignmentRow:
+    """One system and map of an aligned pair for one of ALIGNMENT_READINGS: its seeds' AER
+    (percent) and, against the baseline's attention weights, the comparison."""
+
+    reading: str
+    system: str
+    map: str
+    seeds: List[int]
+    aer: List[float]
+    comparison: Optional[Comparison] = None
+    interim: Optional[str] = None
+    baseline: bool = False  # the baseline's weights: what the others are tested against
+
+    @property
+    def verdict(self) -> str:
+        if self.comparison is None:
+            return ""
+        return self.interim or self.comparison.verdict
+
+
+def alignment_rows(plan, study: str, pair: str, maps: Sequence[str] = ("weights", "selection"),
+                   n_samples: int = 1000, seed: int = 12345) -> List[AlignmentRow]:
+    """Per reading of ALIGNMENT_READINGS, every system and map of ``study`` on ``pair`` with
+    archived alignments; each but the baseline's weights tested against the baseline's weights
+    where both have two seeds (lower AER is better); Holm over all the tests."""
+    the_study = _study(plan, study)
+    base_name = the_study.systems[0]
+    archive = Path(plan.archive) if plan.archive else None
+
+    def archived(system: str, kind: str) -> Dict[int, Path]:
+        found = {}
+        for run in plan.runs():
+            if (run.study.name, run.pair.name, run.system.name) == (study, pair, system) and archive:
+                path = plan.alignment_file(run, kind)
+                if path is not None and path.is_file():
+                    found[run.seed] = path
+        return found
+
+    def planned(system: str) -> int:
+        return sum(1 for run in plan.runs()
+                   if (run.study.name, run.pair.name, run.system.name) == (study, pair, system))
+
+    rows, comparisons = [], []
+    for which, label in ALIGNMENT_READINGS:
+        base_runs = archived(base_name, "weights")
+        for system in the_study.systems:
+            for kind in maps:
+                runs = archived(system, kind)
+                if not runs:
+                    continue
+                row = AlignmentRow(label, system, kind, sorted(runs),
+                                   [aer_score(aer_counts(runs[s], which).sum(0)) for s in sorted(runs)],
+                                   baseline=(system, kind) == (base_name, "weights"))
+                if not row.baseline:
+                    row.comparison = seed_comparison(
+                        base_runs, runs, lambda path, which=which: aer_counts(path, which), aer_score,
+                        table="alignment", label=label, system=f"{system} ({kind})",
+                        baseline=f"{base_name} (weights)", n_samples=n_samples, seed=seed,
+                        higher_is_better=False)
+                    if row.comparison is not None:
+                        comparisons.append(row.comparison)
+                    row.interim = interim_label(len(runs), planned(system), len(base_runs),
+                                                planned(base_name))
+                rows.append(row)
+    apply_holm(comparisons)
+    return rows
+
+
+def alignment_verdict_table(rows: Sequence[AlignmentRow]) -> str:
+    """Markdown, one row per reading, system and map: seeds, AER mean ± sd over seeds, Δ AER
+    against the baseline's attention weights with the seed-level 95 % interval, p, Holm p over
+    the table, per-seed Δ, how many share Δ's sign, the verdict (lower AER is better; interim
+    until the plan's seeds are in)."""
+    if not rows:
+        return "No alignment archived yet."
+    tests = sum(r.comparison is not None for r in rows)
+    out = [f"| alignment | aligner | map | seeds | AER mean ± sd | Δ AER vs the baseline's weights "
+           f"[95% interval, seeds and sentences] | p (seeds) | p (Holm, {tests} tests) | per-seed Δ "
+           f"| same sign | verdict |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        c = r.comparison
+        if c is None:
+            cells = ["", "", "", "", "", ""] if r.baseline \
+                else ["— (fewer than two seeds a side)", "", "", "", "", ""]
+        else:
+            res = c.result
+            low, high = res.ci
+            per_seed = " ".join(f"{d:+.1f}" for d in res.per_seed) if res.per_seed else "unpaired"
+            cells = [f"{res.delta:+.1f} [{low:+.1f}, {high:+.1f}]", f"{res.p_value:.3g}",
+                     f"{c.p_holm:.3g}", per_seed,
+                     f"{res.same_sign}/{len(res.per_seed)}" if res.per_seed else "", r.verdict]
+        out.append(f"| {r.reading} | {r.system} | {r.map} | {' '.join(map(str, r.seeds))} | "
+                   f"{mean_sd(r.aer, 1)} | " + " | ".join(cells) + " |")
     return "\n".join(out)
 
 

@@ -26,6 +26,7 @@ class Comparison:
     result: object  # significance.SeedLevelResult
     p_holm: Optional[float] = None
     extra: Dict[str, object] = field(default_factory=dict)
+    higher_is_better: bool = True  # False for an error rate (AER): a negative Δ is better
 
     @property
     def verdict(self) -> str:
@@ -33,7 +34,8 @@ class Comparison:
         bold; empty before :func:`apply_holm`."""
         if self.p_holm is None:
             return ""
-        word = seed_groups.verdict({"p_holm": self.p_holm, "delta": self.result.delta})
+        word = seed_groups.verdict({"p_holm": self.p_holm, "delta": self.result.delta},
+                                   higher_is_better=self.higher_is_better)
         return word if word == "no difference shown" else f"**{word}**"
 
 
@@ -50,7 +52,8 @@ def seed_comparison(baseline_runs: Mapping[int, Run], system_runs: Mapping[int, 
                     label: str, system: str, baseline: str,
                     scored: Optional[Callable[[Run], float]] = None,
                     extra: Optional[Callable[[list, list], dict]] = None,
-                    n_samples: int = 1000, seed: int = 12345) -> Optional[Comparison]:
+                    n_samples: int = 1000, seed: int = 12345,
+                    higher_is_better: bool = True) -> Optional[Comparison]:
     """One row of a verdict table (p_holm unset: :func:`apply_holm` over the table's rows), or
     None with fewer than two seeds a side. ``baseline_runs`` / ``system_runs``: {seed: run};
     ``stats_of(run)``: its (N, k) per-item statistics, ``score`` maps their sum to the corpus
@@ -58,7 +61,7 @@ def seed_comparison(baseline_runs: Mapping[int, Run], system_runs: Mapping[int, 
     are among the baseline's (``baseline_scores`` then of those seeds only). ``scored(run)``:
     the score a row shows per seed (default ``score`` of its summed statistics);
     ``extra(baseline stats, system stats)``, the per-seed arrays in that order: the row's
-    ``extra``."""
+    ``extra``; ``higher_is_better``: the score's direction (the verdict's words)."""
     if len(baseline_runs) < 2 or len(system_runs) < 2:
         return None
     if scored is None:
@@ -74,7 +77,7 @@ def seed_comparison(baseline_runs: Mapping[int, Run], system_runs: Mapping[int, 
     return Comparison(table=table, label=label, system=system, baseline=baseline,
                       baseline_scores=[scored(baseline_runs[s]) for s in compared],
                       system_scores=[scored(system_runs[s]) for s in s_seeds], result=result,
-                      extra=described)
+                      extra=described, higher_is_better=higher_is_better)
 
 
 def mean_sd(values: Sequence[float], digits: int = 2) -> str:

@@ -1,7 +1,10 @@
 """ssan_plugin/experiments/tables/everywhere.py on made archives: each site's rate is the mean of
 its layers' valid_sel at the best validation, then over seeds; the alignment table reads the
-rule's layer of each run's alignment.MAP.json and the peer's runs; the cost goal table reads each
-selector and site's ratios and names what misses the goal; damaged archives are one line."""
+rule's layer of each run's alignment.MAP.json and the peer's runs; the alignment verdicts test
+each system and map against the baseline's weights by seed on the archived per-sentence counts
+(AER recomputed by hand, lower is better, interim until the planned seeds); the cost goal table
+reads each selector and site's ratios and names what misses the goal; damaged archives are one
+line."""
 
 import json
 
@@ -10,7 +13,8 @@ import pytest
 from helpers.experiment_plans import fake_decoded, plan_file
 from ssan_plugin.experiments.plan import Plan
 from ssan_plugin.experiments.tables.blocks import ResultsError
-from ssan_plugin.experiments.tables.everywhere import (alignment_table, site_cost_goal_table,
+from ssan_plugin.experiments.tables.everywhere import (alignment_rows, alignment_table,
+                                                       alignment_verdict_table, site_cost_goal_table,
                                                        site_of, site_rates, site_rates_table)
 
 
@@ -87,3 +91,66 @@ def test_the_cost_goal_table_names_what_misses_the_goal(tmp_path):
     path.write_text(json.dumps({"ratios_by_system": ratios}))
     with pytest.raises(ResultsError, match="key 'ratios_by_system.gumbel_decoder.train_wps' is missing"):
         site_cost_goal_table(path)
+
+
+def aer_by_hand(counts):
+    """AER in percent from per-sentence (|A|, |S|, |P|, |A&S|, |A&P|), summed first."""
+    a, s, _, a_s, a_p = (sum(c[i] for c in counts) for i in range(5))
+    return 100 * (1 - (a_s + a_p) / (a + s))
+
+
+def alignment_archive(path, counts, held_counts):
+    def entry(c):
+        return {"aer": aer_by_hand(c) / 100, "precision": 0.5, "recall": 0.5, "sentence_counts": c}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"rule_reading": "predicted", "rule_layer": 1,
+                                "readings": {"predicted": [entry(held_counts), entry(counts)]},
+                                "held_apart": entry(held_counts)}))
+
+
+def test_alignment_verdicts_test_each_system_against_the_baselines_weights_by_seed(tmp_path):
+    path = plan_file(tmp_path, studies=[{"name": "s", "pairs": ["a"], "systems": ["base", "ssan"]}])
+    spec = json.loads(path.read_text())
+    spec.update(archive=str(tmp_path / "archive"), seeds=[1, 2, 3],
+                alignment={"bitext": "x.a-b", "gold": "x.gold", "pairs": ["a"]})
+    path.write_text(json.dumps(spec))
+    plan = Plan.load(path)
+    root = tmp_path / "archive" / "s" / "a"
+    made = {}
+    for seed in (1, 2, 3):
+        for system, kind, hits in (("base", "weights", 1), ("ssan", "weights", 1), ("ssan", "selection", 4)):
+            counts = [[5, 5, 5, hits + (k + seed) % 2, hits + (k + seed) % 2] for k in range(20)]
+            held = [[5, 5, 5, 2, 2] for _ in range(20)]
+            made[system, kind, seed] = counts
+            alignment_archive(root / f"{system}@{seed}" / f"alignment.{kind}.json", counts, held)
+    rows = alignment_rows(plan, "s", "a", n_samples=200)
+    assert [(r.reading, r.system, r.map) for r in rows] == [
+        (reading, system, kind) for reading in ("rule fixed in advance", "held-apart choice")
+        for system, kind in (("base", "weights"), ("ssan", "weights"), ("ssan", "selection"))]
+    rule = {(r.system, r.map): r for r in rows[:3]}
+    for key, row in rule.items():
+        assert row.aer == pytest.approx([aer_by_hand(made[key + (s,)]) for s in (1, 2, 3)])
+    selection = rule["ssan", "selection"].comparison
+    assert selection.result.per_seed == pytest.approx(
+        [aer_by_hand(made["ssan", "selection", s]) - aer_by_hand(made["base", "weights", s]) for s in (1, 2, 3)])
+    assert selection.result.delta == pytest.approx(-60.0) and rule["ssan", "selection"].verdict == "**better**"
+    assert rule["ssan", "weights"].comparison.result.delta == pytest.approx(0.0)
+    assert rule["ssan", "weights"].verdict == "no difference shown"
+    assert rows[0].comparison is None and rows[0].baseline
+    table = alignment_verdict_table(rows)
+    assert "p (Holm, 4 tests)" in table
+    assert "| rule fixed in advance | ssan | selection | 1 2 3 | 10.0 ± 0.0 | -60.0 [" in table
+    assert "| held-apart choice | ssan | weights | 1 2 3 | 60.0 ± 0.0 | +0.0 [" in table
+
+    # two seeds of three: the test is shown, the verdict waits
+    for kind in ("weights", "selection"):
+        (root / "ssan@3" / f"alignment.{kind}.json").unlink()
+    rows = alignment_rows(plan, "s", "a", n_samples=200)
+    assert rows[2].verdict == "interim: 2 of 3 seeds" and rows[2].comparison is not None
+
+    # counts that do not give the archived AER
+    damaged = json.loads((root / "ssan@1" / "alignment.selection.json").read_text())
+    damaged["held_apart"]["sentence_counts"][0][3] = 5
+    (root / "ssan@1" / "alignment.selection.json").write_text(json.dumps(damaged))
+    with pytest.raises(ResultsError, match="held_apart sentence_counts give AER .* the archive says"):
+        alignment_rows(plan, "s", "a", n_samples=200)

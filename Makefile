@@ -45,7 +45,8 @@ test: install
 # then one encoder layer of each kind vs length (examples/variants/), SAN and SSAN also in evaluation mode,
 # and every selector of selective_transformer against SAN in one run, per layer and as whole trainings
 # and scorings (examples/selectors/bench/), then SSAN and top-k at each decoder site and at
-# every site (training, beam-5 incremental decoding, peak memory; examples/everywhere/bench/).
+# every site (training, beam-5 incremental decoding, peak memory; examples/everywhere/bench/), and
+# their training steps paired with the baseline's in one process (the training ratio to read).
 # The JSON and CSV outputs are the committed archives of the cost tables in examples/*/RESULTS.md
 # (scripts/make_results.py).
 bench: install
@@ -58,6 +59,7 @@ bench: install
 	OMP_NUM_THREADS=1 $(PY) benchmarks/bench_encoder_layers.py --kinds san,selectors --batch 8 --width 512 --heads 8 --lengths 64,128,256,512 --min-time 1 --repeats 3 --out examples/selectors/bench/layers
 	$(PY) benchmarks/bench_ssan.py --plan examples/selectors/experiments.json --corpus news --modes score_sps --json examples/selectors/bench/process.news.json
 	$(PY) benchmarks/bench_ssan.py --plan examples/everywhere/bench_plan.json --corpus news --modes gen_sps,gen_sps_fixed_len --decode-repeats 3 --json examples/everywhere/bench/process.news.json
+	$(PY) benchmarks/bench_steps.py runs/bench/news/data-bin --plan examples/everywhere/bench_plan.json --json examples/everywhere/bench/steps.news.json
 	OMP_NUM_THREADS=1 $(PY) benchmarks/bench_encoder_layers.py --batch 8 --lengths 16,64,128,192,256,384 --min-time 0.5 --max-naive-gb 6
 
 clean:

@@ -22,8 +22,12 @@ if time were the matrix products alone.
     python benchmarks/bench_steps.py DATA --system "narrow=--ssan-policy-dim 32" --json out.json
 
 Systems: ``baseline`` and ``ssan`` as in ``bench_ssan.py`` (the demo's model size), plus each
-``--system NAME=FLAGS`` (SSAN with extra flags). Threads: torch's default, or
-``OMP_NUM_THREADS``. Memory is not measured here (one process): ``bench_ssan.py`` does that.
+``--system NAME=FLAGS`` (SSAN with extra flags); or, with ``--plan PLAN.json`` (``--study``),
+the systems of a runner plan's study with the plan's own flags, as ``bench_ssan.py --plan``
+takes them. Threads: torch's default, or ``OMP_NUM_THREADS``. Memory is not measured here (one
+process): ``bench_ssan.py`` does that.
+
+    python benchmarks/bench_steps.py runs/bench/news/data-bin --plan examples/everywhere/bench_plan.json
 """
 
 import argparse
@@ -38,7 +42,7 @@ import torch
 from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_ssan import MODEL, ROOT, TRAINING, with_ssan_systems  # noqa: E402
+from bench_ssan import MODEL, ROOT, TRAINING, plan_systems, with_ssan_systems  # noqa: E402
 
 from ssan_plugin.cli.arguments import ArgumentParser, positive_int  # noqa: E402
 from ssan_plugin.experiments.archive import project_path  # noqa: E402
@@ -47,15 +51,15 @@ from ssan_plugin.experiments.tables.bench import steps_table  # noqa: E402
 MEASURES = ("train_step", "score_forward")
 
 
-def build_trainer(data_bin: Path, flags, max_tokens: int, seed: int):
-    """A fairseq Trainer for ``fairseq-train DATA_BIN FLAGS`` (CPU)."""
+def build_trainer(data_bin: Path, flags, max_tokens: int, seed: int, common=(*MODEL, *TRAINING)):
+    """A fairseq Trainer for ``fairseq-train DATA_BIN FLAGS COMMON`` (CPU)."""
     from fairseq import options, tasks, utils
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
     from fairseq.trainer import Trainer
 
     parser = options.get_training_parser()
     args = options.parse_args_and_arch(parser, input_args=[
-        str(data_bin), "--user-dir", str(ROOT / "ssan_plugin"), "--cpu", *flags, *MODEL, *TRAINING,
+        str(data_bin), "--user-dir", str(ROOT / "ssan_plugin"), "--cpu", *flags, *common,
         "--max-tokens", str(max_tokens), "--seed", str(seed), "--disable-validation"])
     cfg = convert_namespace_to_omegaconf(args)
     utils.set_torch_seed(seed)
@@ -131,15 +135,25 @@ def main():
     ap.add_argument("--system", action="append", default=[], metavar="NAME=FLAGS",
                     help="also measure SSAN with these extra training flags (repeatable)")
     ap.add_argument("--json", help="write the measurements here")
+    ap.add_argument("--plan", metavar="PLAN.json",
+                    help="measure the systems of this runner plan's study, with its flags")
+    ap.add_argument("--study", help="the study of --plan (default: its first)")
     args = ap.parse_args()
     if args.warmup < 0:
         ap.error("--warmup must be >= 0")
-    systems = with_ssan_systems(args.system, ap.error, "--system")
+    if args.plan and args.system:
+        ap.error("--system adds to the built-in systems; with --plan, the plan names them")
+    if args.study and not args.plan:
+        ap.error("--study needs --plan")
+    if args.plan:
+        systems, common = plan_systems(args.plan, args.study, ap.error), ()
+    else:
+        systems, common = with_ssan_systems(args.system, ap.error, "--system"), (*MODEL, *TRAINING)
     data_bin = Path(args.data)
     if not (data_bin / "dict.txt").exists() and not list(data_bin.glob("dict.*.txt")):
         ap.error(f"{data_bin} is not a fairseq data-bin (no dictionary)")
 
-    trainers = {name: build_trainer(data_bin, flags, args.max_tokens, args.seed)
+    trainers = {name: build_trainer(data_bin, flags, args.max_tokens, args.seed, common)
                 for name, flags in systems.items()}
     first = next(iter(trainers.values()))  # its task loads the train split: one batch list for all
     need = args.warmup + args.steps
@@ -179,6 +193,7 @@ def main():
                for name in names if name != "baseline"}
     record = {
         "data": project_path(data_bin), "steps": args.steps,
+        **({"plan": project_path(Path(args.plan)), "study": args.study} if args.plan else {}),
         "warmup": args.warmup, "max_tokens": args.max_tokens,
         "threads": torch.get_num_threads(), "systems": systems, "times_s": times,
         "target_tokens": tokens, "flops": flops, "flop_ceiling": ceiling,

@@ -302,7 +302,7 @@ def everywhere_blocks(root: Path):
     examples/everywhere/bench_plan.json), and the En-Ro runs' AER on the WPT Ro-En gold beside
     eflomal's (examples/everywhere/alignment/eflomal.ro-en.json)."""
     from ssan_plugin.experiments.plan import Plan
-    from ssan_plugin.experiments.tables.bench import PROCESS_MEASURES
+    from ssan_plugin.experiments.tables.bench import PROCESS_MEASURES, steps_table
     from ssan_plugin.experiments.tables.everywhere import (alignment_rows, alignment_table,
                                                            alignment_verdict_table,
                                                            site_cost_goal_table, site_rates_table)
@@ -316,7 +316,8 @@ def everywhere_blocks(root: Path):
     rows = selector_rows(plan, "prenorm", "en-de", table="everywhere")
     check_carried_forward(plan, "prenorm", "en-de", (), 2, "postnorm")
     en_ro = selector_rows(plan, "postnorm", "en-ro", table="everywhere")
-    bench = sorted((where / "bench").glob("*.json")) if (where / "bench").is_dir() else []
+    bench = sorted((where / "bench").glob("process.*.json")) if (where / "bench").is_dir() else []
+    steps = where / "bench" / "steps.news.json"
     return {"everywhere-verdicts": verdict_table(rows),
             "everywhere-power": selector_power_table(rows),
             "everywhere-rates": site_rates_table(plan, "prenorm", "en-de"),
@@ -328,7 +329,10 @@ def everywhere_blocks(root: Path):
                 alignment_rows(plan, "postnorm", "en-ro")),
             "everywhere-cost": cost_table(bench, bench_plan.studies[0].systems, PROCESS_MEASURES,
                                           "examples/everywhere/bench/"),
-            "everywhere-cost-goal": site_cost_goal_table(where / "bench" / "process.news.json")}
+            "everywhere-cost-goal": site_cost_goal_table(where / "bench" / "process.news.json",
+                                                         steps if steps.is_file() else None),
+            "everywhere-cost-steps": steps_table(steps) if steps.is_file() else
+            "No paired-steps bench archived yet."}
 
 
 def variants_blocks(root: Path):

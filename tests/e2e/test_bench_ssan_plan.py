@@ -1,7 +1,7 @@
 """benchmarks/bench_ssan.py --plan: the systems of a runner plan's study, each with the plan's
 own flags (what the selector head-to-head's cost table is measured with); the option errors it
-refuses before any work. The measurement itself at a toy size is test_bench_layers.py's
-test_model_bench_toy_size (the same code path past the systems)."""
+refuses before any work; benchmarks/bench_steps.py --plan likewise. The measurements themselves
+at a toy size are test_bench_layers.py's (the same code paths past the systems)."""
 
 import subprocess
 import sys
@@ -42,3 +42,37 @@ def test_option_errors_are_one_line(tmp_path, args, message):
                            tmp_path, *args], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
     assert not list(tmp_path.iterdir())  # nothing prepared
+
+
+def test_bench_steps_takes_the_plans_systems_and_refuses_mixing(tmp_path):
+    """benchmarks/bench_steps.py --plan: the study's systems with the plan's flags and nothing
+    of the built-in model's; --system beside --plan, or --study alone, is one line."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bench_steps
+    from bench_ssan import plan_systems
+
+    plan = ROOT / "examples" / "everywhere" / "bench_plan.json"
+    seen = {}
+
+    def build(data_bin, flags, max_tokens, seed, common):
+        seen[tuple(flags)] = tuple(common)
+        raise SystemExit(0)  # stop before any training
+
+    data = tmp_path / "data-bin"
+    data.mkdir()
+    (data / "dict.en.txt").write_text("a 1\n")
+    argv = sys.argv
+    try:
+        sys.argv = ["bench_steps.py", str(data), "--plan", str(plan)]
+        bench_steps.build_trainer, original = build, bench_steps.build_trainer
+        with pytest.raises(SystemExit):
+            bench_steps.main()
+    finally:
+        sys.argv, bench_steps.build_trainer = argv, original
+    first = next(iter(plan_systems(plan, None, pytest.fail).values()))
+    assert seen == {tuple(first): ()}
+    for args, message in ((["--plan", str(plan), "--system", "x=--ssan-tau 1"], "with --plan, the plan names them"),
+                          (["--study", "sites"], "--study needs --plan")):
+        proc = subprocess.run([sys.executable, ROOT / "benchmarks" / "bench_steps.py", data, *args],
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 2 and message in proc.stderr, proc.stderr

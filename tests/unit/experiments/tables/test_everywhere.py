@@ -93,6 +93,24 @@ def test_the_cost_goal_table_names_what_misses_the_goal(tmp_path):
         site_cost_goal_table(path)
 
 
+def test_with_paired_steps_training_is_judged_on_their_interval(tmp_path):
+    path = tmp_path / "process.news.json"
+    ratios = {f"topk_{site}": {"train_wps": 0.5, "gen_sps_fixed_len": 0.95, "peak_rss_above_idle": 1.1}
+              for site in ("decoder", "cross", "all")}
+    path.write_text(json.dumps({"ratios_by_system": ratios}))
+    steps = tmp_path / "steps.news.json"
+    intervals = {"topk_decoder": (0.95, 0.92, 0.97), "topk_cross": (0.91, 0.88, 0.93),
+                 "topk_all": (0.85, 0.83, 0.87)}
+    steps.write_text(json.dumps({"ratios": {n: {"train_step": dict(zip(("ratio", "low", "high"), r))}
+                                            for n, r in intervals.items()}}))
+    table = site_cost_goal_table(path, steps)
+    assert "training steps (paired, 95% interval)" in table.splitlines()[0]
+    assert table.splitlines()[2:] == [
+        "| topk | decoder self-attention | 0.950 [0.920, 0.970] | 0.950 | 1.100 | met |",
+        "| topk | cross attention | 0.910 [0.880, 0.930] | 0.950 | 1.100 | interval spans the goal: training |",
+        "| topk | every site | 0.850 [0.830, 0.870] | 0.950 | 1.100 | missed: training |"]
+
+
 def aer_by_hand(counts):
     """AER in percent from per-sentence (|A|, |S|, |P|, |A&S|, |A&P|), summed first."""
     a, s, _, a_s, a_p = (sum(c[i] for c in counts) for i in range(5))

@@ -18,8 +18,8 @@ Two readings (``READINGS``) say which query's row stands for target piece y_t:
 
 - ``predicted``: the query that predicts y_t (fairseq's ``--print-alignment``);
 - ``shifted``: the query whose decoder input is y_t, one position later (Shift-Att, Chen et al.
-  2020: attention tends to look at the source word of the token it is about to be fed, one
-  token early for the token it predicts).
+  2020: the query that predicts y_t can rest on the source of its input y_{t-1}, which puts
+  predicted-position links one token early; whether it does depends on the model).
 
 Piece links become word links: two words are linked when any of their pieces are. What is
 reported first is fixed before any score is seen (:data:`LAYER_RULE`, the ``predicted`` reading

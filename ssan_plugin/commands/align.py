@@ -80,9 +80,8 @@ def main(argv=None) -> int:
     from ssan_plugin.analysis.alignments import (FOLDS, LAYER_RULE, READINGS, RULE_READING,
                                                  forced_alignments, held_apart_choice)
     from ssan_plugin.analysis.inputs import AnalysisInput
-    from ssan_plugin.translation.alignment import (COUNTS, alignment_scores, check_links,
-                                                   format_links, read_bitext, read_gold,
-                                                   sentence_counts)
+    from ssan_plugin.translation.alignment import (COUNTS, check_links, format_links, read_bitext,
+                                                   read_gold, scores_of_counts, sentence_counts)
 
     pairs = read_bitext(args.bitext)
     gold = read_gold(args.gold) if args.gold else None
@@ -111,10 +110,11 @@ def main(argv=None) -> int:
 
     def scored(entry: dict, predicted) -> dict:
         if gold is not None:
-            scores = alignment_scores(predicted, gold)
+            counts = sentence_counts(predicted, gold)
+            scores = scores_of_counts([sum(column) for column in zip(*counts)], len(gold))
             entry.update(precision=scores.precision, recall=scores.recall, aer=scores.aer,
                          predicted=scores.predicted, sure=scores.sure, possible=scores.possible,
-                         sentence_counts=[list(c) for c in sentence_counts(predicted, gold)])
+                         sentence_counts=[list(c) for c in counts])
         return entry
 
     readings = {reading: [scored({"layer": index, "links": [format_links(s) for s in per_sentence]},

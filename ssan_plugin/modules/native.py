@@ -6,8 +6,9 @@ top-k selector's keep pattern.
   weights and (for the statistics) each row's policy entropy in the forward; the centred
   gradients in the backward (``csrc/sampled_selective_softmax.c``; the maths are in
   docs/design.md 1.4).
-- top-k (:func:`topk_keep`): each row's k largest logits in one pass with a list of k keys
-  (``csrc/topk_keep.c``), the pattern torch's stable argsort gives, in a fraction of its time.
+- top-k (:func:`topk_keep`): each row's k largest logits (``csrc/topk_keep.c``: the k-th
+  largest of sixteen rows at once without branches, then one pass a row for the keys at or
+  above it), the pattern torch's stable argsort gives, in a fraction of its time.
 
 The sources are compiled on first use by the C compiler (``$CC``, else ``cc``) for this
 machine's CPU (``-march=native``) into one library in a cache directory
@@ -242,5 +243,5 @@ def topk_keep(ranked: Tensor, keys: Tensor) -> Tensor:
     ran = load().ssan_topk_keep(ranked.data_ptr(), keys.data_ptr(), src_len, rows,
                                 _threads_for(rows * src_len), keep.data_ptr())
     if ran < 0:
-        raise MemoryError("the native top-k kernel could not allocate its scratch indices")
+        raise MemoryError("the native top-k kernel could not allocate its scratch row")
     return keep

@@ -127,7 +127,7 @@ def alignment_scores(predicted: Sequence[Iterable[Link]], gold: Sequence[GoldAli
     """Scores of ``predicted`` (one set of links a sentence) against ``gold``, summed over the
     sentences (the module docstring); the two must have as many sentences."""
     counts = sentence_counts(predicted, gold)
-    return scores_of_counts([sum(c[i] for c in counts) for i in range(len(COUNTS))], len(gold))
+    return scores_of_counts([sum(column) for column in zip(*counts)] or [0] * len(COUNTS), len(gold))
 
 
 def piece_words(pieces: Sequence[str]) -> List[int]:

@@ -89,12 +89,11 @@ SCORES = ("aer", "precision", "recall")
 def rule_scores(path: Path) -> Dict[str, float]:
     """AER, precision and recall of the rule's reading and layer of one ``alignment.MAP.json``."""
     record = archive_json(path)
-    reading = archived_value(path, "rule_reading", number=False, data=record)
-    layer = archived_value(path, "rule_layer", data=record)
-    layers = archived_value(path, "readings", reading, number=False, data=record)
-    if not isinstance(layers, list) or not 0 <= int(layer) < len(layers):
-        raise ResultsError(f"{path}: key 'rule_layer' {layer!r} is not one of its layers")
-    return {key: archived_value(path, "readings", reading, int(layer), key, data=record) for key in SCORES}
+    keys = alignment_entry(path, "rule", record)
+    layers = archived_value(path, *keys[:2], number=False, data=record)
+    if not isinstance(layers, list) or not 0 <= keys[2] < len(layers):
+        raise ResultsError(f"{path}: key 'rule_layer' {keys[2]!r} is not one of its layers")
+    return {key: archived_value(path, *keys, key, data=record) for key in SCORES}
 
 
 def held_apart_scores(path: Path) -> Tuple[Dict[str, float], List[str]]:
@@ -229,20 +228,27 @@ def alignment_rows(plan, study: str, pair: str, maps: Sequence[str] = ("weights"
         return sum(1 for run in plan.runs()
                    if (run.study.name, run.pair.name, run.system.name) == (study, pair, system))
 
+    counted: Dict[Tuple[Path, str], np.ndarray] = {}  # each archive read and checked once
+
+    def counts_of(path: Path, which: str) -> np.ndarray:
+        if (path, which) not in counted:
+            counted[path, which] = aer_counts(path, which)
+        return counted[path, which]
+
     rows, comparisons = [], []
+    base_runs = archived(base_name, "weights")
     for which, label in ALIGNMENT_READINGS:
-        base_runs = archived(base_name, "weights")
         for system in the_study.systems:
             for kind in maps:
                 runs = archived(system, kind)
                 if not runs:
                     continue
                 row = AlignmentRow(label, system, kind, sorted(runs),
-                                   [aer_score(aer_counts(runs[s], which).sum(0)) for s in sorted(runs)],
+                                   [aer_score(counts_of(runs[s], which).sum(0)) for s in sorted(runs)],
                                    baseline=(system, kind) == (base_name, "weights"))
                 if not row.baseline:
                     row.comparison = seed_comparison(
-                        base_runs, runs, lambda path, which=which: aer_counts(path, which), aer_score,
+                        base_runs, runs, lambda path, which=which: counts_of(path, which), aer_score,
                         table="alignment", label=label, system=f"{system} ({kind})",
                         baseline=f"{base_name} (weights)", n_samples=n_samples, seed=seed,
                         higher_is_better=False)

@@ -7,9 +7,9 @@
  *
  * Two passes a row. (1) The threshold t, the row's k-th largest value. For k up to BUBBLE_MAX,
  * GROUP rows at once, one row a SIMD lane: each value is bubbled through the lanes' sorted
- * lists of k values with max and min only, no branch (a branchy insertion, or torch's argsort
- * and topk, spent most of their time on mispredicted branches and per-row overhead at
- * translation lengths). Larger k: a sorted insertion of values, one row at a time. (2) The keys
+ * lists of k values with max and min only, no branch (a branchy insertion spent most of its
+ * time on mispredicted branches; torch's argsort and topk on per-row overhead at translation
+ * lengths). Larger k: a sorted insertion of values, one row at a time. (2) The keys
  * above t and, in index order, as many keys equal to t as k still needs; a row without surplus
  * ties at t (the rule for real logits) takes one vector pass.
  * Threads: the rows are split evenly between OpenMP threads; the result does not depend on

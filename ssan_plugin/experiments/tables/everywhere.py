@@ -16,7 +16,10 @@ and the rule that carries systems to En-Ro, the cost) plus two of its own:
   held-apart choice;
 - :func:`site_cost_goal_table`: per selector and site of the cost bench, its ratios to the
   baseline against the cost goal (speed at least ``SPEED_GOAL`` of the baseline's, memory at
-  most ``MEMORY_GOAL`` times).
+  most ``MEMORY_GOAL`` times);
+- :func:`cross_alone_system`: the system the rule adds to En-Ro besides its two choices, the
+  better one's selector at the cross site alone (checked by
+  :func:`.selectors.check_carried_forward`).
 
 Every function works on whatever is archived: no run, some, or all.
 """
@@ -31,6 +34,7 @@ import numpy as np
 
 from ...stats.seed_groups import interim_label
 from ...translation.alignment import COUNTS, scores_of_counts
+from ..plan import System
 from .archives import archive_json, archived_value
 from .blocks import ResultsError
 from .selectors import _study, best_validation, head_to_head_runs
@@ -333,3 +337,62 @@ def site_cost_goal_table(path: Path, steps: Optional[Path] = None) -> str:
             (["interval spans the goal: " + ", ".join(unsettled)] if unsettled else [])
         out.append(f"| {selector} | {where} | " + " | ".join(cells) + f" | {'; '.join(parts) or 'met'} |")
     return "\n".join(out)
+
+
+# --------------------------------------------------------------------------- cross site alone
+#: flags that say where a selective system selects, each followed by its value; the cross-site
+#: system keeps ``--cross-selector-args`` (the cross site's own option values)
+SITE_FLAGS = ("--encoder-selector", "--decoder-selector", "--cross-selector",
+              "--decoder-selector-args", "--selector-layers", "--ssan-selection", "--ssan-layers")
+CROSS_ALONE_FAMILY = "selective_transformer"
+
+
+def _flag_values(flags: Sequence[str], where: str) -> Tuple[Dict[str, str], List[str]]:
+    """({site flag: value}, the other flags in order) of a system's flags (``--flag value`` or
+    ``--flag=value``)."""
+    values, rest, i = {}, [], 0
+    while i < len(flags):
+        flag, _, inline = flags[i].partition("=")
+        if flag in SITE_FLAGS:
+            if not inline and i + 1 >= len(flags):
+                raise ResultsError(f"{where}: {flag} has no value")
+            values[flag] = inline or flags[i + 1]
+            i += 1 if inline else 2
+        else:
+            rest.append(flags[i])
+            i += 1
+    return values, rest
+
+
+def cross_alone_system(plan, chosen: Sequence[str]) -> List[System]:
+    """[the cross site alone for the first of ``chosen``] (the rule's better system): its
+    selector (for ``ssan_transformer``: gumbel, or soft under ``--ssan-selection soft``; for
+    ``selective_transformer``: its cross site's, else its encoder's) at the cross site alone,
+    named ``SELECTOR_cross``: ``selective_transformer`` of the same shape, the same criterion,
+    ``--encoder-selector none --cross-selector SELECTOR`` and the system's other flags (its
+    selector's options, ``--cross-selector-args`` included). ResultsError for a system that does
+    not select, or selects in only some encoder layers (no cross-site counterpart)."""
+    source = plan.systems[chosen[0]]
+    where = f"system {source.name!r}"
+    values, rest = _flag_values(source.flags, where)
+    family, shape = None, ""
+    for name in ("ssan_transformer", CROSS_ALONE_FAMILY):
+        if source.arch == name or source.arch.startswith(name + "_"):
+            family, shape = name, source.arch[len(name):]
+    if family is None:
+        raise ResultsError(f"{where} ({source.arch}) does not select: no cross site alone")
+    layers = values.get("--ssan-layers", values.get("--selector-layers", "all"))
+    if layers != "all":
+        raise ResultsError(f"{where} selects in encoder layers {layers} only: its selector has "
+                           f"no cross-site counterpart")
+    if family == "ssan_transformer":
+        selector = "soft" if values.get("--ssan-selection") == "soft" else "gumbel"
+    else:
+        selector = values.get("--cross-selector", "none")
+        if selector == "none":
+            selector = values.get("--encoder-selector", "gumbel")  # the family's default
+    if selector == "none":
+        raise ResultsError(f"{where} selects at no site: no cross site alone")
+    return [System(name=f"{selector}_cross", arch=CROSS_ALONE_FAMILY + shape,
+                   criterion=source.criterion,
+                   flags=["--encoder-selector", "none", "--cross-selector", selector, *rest])]

@@ -24,10 +24,11 @@ them).
 Every function works on whatever is archived: no run, some, or all.
 """
 
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -246,18 +247,45 @@ def carried_forward(plan, study: str, pair: str, keep: Sequence[str],
 
 
 def check_carried_forward(plan, study: str, pair: str, keep: Sequence[str], choose: int,
-                          next_study: str) -> None:
+                          next_study: str, derived: Optional[Callable] = None) -> None:
     """ResultsError unless ``next_study`` runs, besides its baseline, what the rule carries
     forward: ``keep`` alone while :func:`carried_forward` waits for seeds, ``keep`` and the
-    chosen selectors after (so the next pair's systems are never picked by hand)."""
+    chosen selectors after (so the next pair's systems are never picked by hand).
+
+    ``derived``: a function of the plan and the chosen systems (``keep`` first, then the rule's
+    order) returning systems the rule adds besides them (e.g.
+    :func:`.everywhere.cross_alone_system`); the next study must run them too, each defined
+    exactly as derived (architecture, criterion and flags). The error for a missing one spells
+    out its plan entry."""
     chosen, _ = carried_forward(plan, study, pair, keep, choose)
-    expected = list(keep) if chosen is None else chosen
+    expected = list(keep) if chosen is None else list(chosen)
+    extra = [] if chosen is None or derived is None else list(derived(plan, chosen))
+    expected += [system.name for system in extra]
     runs = _study(plan, next_study).systems[1:]
+    state = ("has not chosen yet" if chosen is None
+             else f"chose {', '.join(chosen[len(keep):])}")
     if set(runs) != set(expected):
-        state = ("has not chosen yet" if chosen is None
-                 else f"chose {', '.join(chosen[len(keep):])}")
-        raise ResultsError(f"study {next_study!r} runs {', '.join(runs)}; it must run "
-                           f"{', '.join(expected)}: the rule of study {study!r} {state}")
+        entries = "; ".join(f"{s.name!r}: {json.dumps(system_entry(s))}" for s in extra
+                            if s.name not in plan.systems)
+        raise ResultsError(f"study {next_study!r} runs {', '.join(runs) or 'its baseline alone'}; "
+                           f"it must run {', '.join(expected)}: the rule of study {study!r} "
+                           f"{state}" + (f" (plan systems to add: {entries})" if entries else ""))
+    for system in extra:
+        planned = plan.systems[system.name]
+        if system_entry(planned) != system_entry(system):
+            raise ResultsError(f"system {system.name!r} of study {next_study!r} is "
+                               f"{json.dumps(system_entry(planned))}; the rule of study "
+                               f"{study!r} ({state}) derives {json.dumps(system_entry(system))}")
+
+
+def system_entry(system) -> dict:
+    """A plan system's definition as its plan entry has it (what a derived system must match):
+    architecture, criterion, flags, and whichever of warm_from / pairs / seeds it sets."""
+    entry = {"arch": system.arch, "criterion": system.criterion, "flags": list(system.flags)}
+    for key in ("warm_from", "pairs", "seeds"):
+        if getattr(system, key) is not None:
+            entry[key] = getattr(system, key)
+    return entry
 
 
 def development_table(plan, study: str, pair: str, keep: Sequence[str], choose: int) -> str:

@@ -4,7 +4,8 @@ rule's layer of each run's alignment.MAP.json and the peer's runs; the alignment
 each system and map against the baseline's weights by seed on the archived per-sentence counts
 (AER recomputed by hand, lower is better, interim until the planned seeds); the cost goal table
 reads each selector and site's ratios and names what misses the goal; damaged archives are one
-line."""
+line. The rule that carries systems to En-Ro adds the better one's cross site alone, derived from
+its plan entry exactly as the cost bench's hand-written cross-site systems are."""
 
 import json
 
@@ -13,9 +14,12 @@ import pytest
 from helpers.experiment_plans import fake_decoded, plan_file
 from ssan_plugin.experiments.plan import Plan
 from ssan_plugin.experiments.tables.blocks import ResultsError
+from conftest import ROOT
 from ssan_plugin.experiments.tables.everywhere import (alignment_rows, alignment_table,
-                                                       alignment_verdict_table, site_cost_goal_table,
-                                                       site_of, site_rates, site_rates_table)
+                                                       alignment_verdict_table, cross_alone_system,
+                                                       site_cost_goal_table, site_of, site_rates,
+                                                       site_rates_table)
+from ssan_plugin.experiments.tables.selectors import check_carried_forward, system_entry
 
 
 def curve(directory, *records):
@@ -172,3 +176,106 @@ def test_alignment_verdicts_test_each_system_against_the_baselines_weights_by_se
     (root / "ssan@1" / "alignment.selection.json").write_text(json.dumps(damaged))
     with pytest.raises(ResultsError, match="held_apart sentence_counts give AER .* the archive says"):
         alignment_rows(plan, "s", "a", n_samples=200)
+
+
+def test_the_cross_site_alone_is_the_better_systems_selector_at_the_cross_site_only():
+    plan = Plan.load(ROOT / "examples" / "everywhere" / "experiments.json")
+    bench = Plan.load(ROOT / "examples" / "everywhere" / "bench_plan.json")
+    # the bench's cross-site systems were written by hand: the derivation must give them back
+    for chosen, expected in (("topk_all", "topk_cross"), ("ssan_all", "gumbel_cross"),
+                             ("ssan_encoder", "gumbel_cross")):
+        (derived,) = cross_alone_system(plan, [chosen, "baseline"])
+        assert derived.name == expected
+        assert system_entry(derived) == system_entry(bench.systems[expected])
+    (entmax,) = cross_alone_system(plan, ["entmax_all"])
+    assert (entmax.name, entmax.arch, entmax.flags) == (
+        "entmax_cross", "selective_transformer_small",
+        ["--encoder-selector", "none", "--cross-selector", "entmax", "--entmax-alpha", "1.5"])
+
+
+def test_the_cross_site_alone_refuses_what_has_no_cross_site_counterpart(tmp_path):
+    systems = {"base": {"arch": "transformer", "criterion": "ce"},
+               "soft": {"arch": "ssan_transformer_iwslt_de_en", "criterion": "sce",
+                        "flags": ["--ssan-selection", "soft", "--ssan-layers", "all", "--x", "1"]},
+               "mixed": {"arch": "selective_transformer", "criterion": "sce",
+                         "flags": ["--encoder-selector=gate", "--decoder-selector", "topk",
+                                   "--cross-selector", "entmax", "--cross-selector-args",
+                                   "entmax_alpha=2", "--decoder-selector-args", "topk=4"]},
+               "encoder": {"arch": "selective_transformer", "criterion": "sce",
+                           "flags": ["--encoder-selector", "gate"]},
+               "default": {"arch": "selective_transformer", "criterion": "sce"},
+               "part": {"arch": "selective_transformer", "criterion": "sce",
+                        "flags": ["--selector-layers", "0,1"]},
+               "none": {"arch": "selective_transformer", "criterion": "sce",
+                        "flags": ["--encoder-selector", "none"]},
+               "dangling": {"arch": "selective_transformer", "criterion": "sce",
+                            "flags": ["--cross-selector"]}}
+    plan = Plan.load(plan_file(tmp_path, systems=systems, studies=[
+        {"name": "s", "pairs": ["a"], "systems": list(systems)}]))
+    derived = {name: cross_alone_system(plan, [name])[0] for name in
+               ("soft", "mixed", "encoder", "default")}
+    assert (derived["soft"].name, derived["soft"].arch, derived["soft"].flags) == (
+        "soft_cross", "selective_transformer_iwslt_de_en",
+        ["--encoder-selector", "none", "--cross-selector", "soft", "--x", "1"])
+    assert (derived["mixed"].name, derived["mixed"].flags) == (
+        "entmax_cross", ["--encoder-selector", "none", "--cross-selector", "entmax",
+                         "--cross-selector-args", "entmax_alpha=2"])
+    assert derived["encoder"].name == "gate_cross"
+    assert derived["default"].name == "gumbel_cross"  # the family's default encoder selector
+    for name, message in (("base", "does not select"), ("part", "encoder layers 0,1 only"),
+                          ("none", "selects at no site"), ("dangling", "--cross-selector has no value")):
+        with pytest.raises(ResultsError, match=message):
+            cross_alone_system(plan, [name])
+
+
+def test_the_next_pair_must_run_the_derived_system_exactly(tmp_path):
+    systems = {"base": {"arch": "transformer", "criterion": "ce"},
+               "a_all": {"arch": "selective_transformer", "criterion": "sce",
+                         "flags": ["--encoder-selector", "topk", "--cross-selector", "topk",
+                                   "--topk", "8"]},
+               "b_all": {"arch": "selective_transformer", "criterion": "sce",
+                         "flags": ["--encoder-selector", "gate", "--cross-selector", "gate"]},
+               "c_all": {"arch": "selective_transformer", "criterion": "sce",
+                         "flags": ["--encoder-selector", "entmax"]}}
+
+    def plan_with(next_systems, extra=None):
+        spec = json.loads(plan_file(tmp_path, systems={**systems, **(extra or {})}, studies=[
+            {"name": "pre", "pairs": ["a"], "systems": ["base", "a_all", "b_all", "c_all"]},
+            {"name": "post", "pairs": ["b"], "systems": ["base", *next_systems]}]).read_text())
+        spec.update(archive=str(tmp_path / "archive"), seeds=[1, 2])
+        (tmp_path / "plan.json").write_text(json.dumps(spec))
+        return Plan.load(tmp_path / "plan.json")
+
+    def check(plan):
+        check_carried_forward(plan, "pre", "a", (), 2, "post", derived=cross_alone_system)
+
+    losses = {"base": (4.0, 4.0), "a_all": (3.9, 4.1), "b_all": (3.8, 3.9), "c_all": (4.5, 3.0)}
+    for system, by_seed in losses.items():
+        for seed, loss in zip((1, 2), by_seed):
+            if (system, seed) == ("c_all", 2):
+                continue  # c_all waits for a seed: the rule has not chosen
+            run = tmp_path / "archive" / "pre" / "a" / f"{system}@{seed}"
+            fake_decoded(run, f"{system}@{seed}")
+            curve(run, {"kind": "valid", "valid_loss": loss + 1}, {"kind": "valid", "valid_loss": loss})
+    check(plan_with([]))  # before the choice the next pair runs its baseline alone
+    with pytest.raises(ResultsError, match="has not chosen yet"):
+        check(plan_with(["b_all"]))
+    run = tmp_path / "archive" / "pre" / "a" / "c_all@2"
+    fake_decoded(run, "c_all@2")
+    curve(run, {"kind": "valid", "valid_loss": 3.0})
+    # means: c_all 3.75, b_all 3.85, a_all 4.0: c_all (entmax in the encoder) is the better
+    with pytest.raises(ResultsError) as err:
+        check(plan_with(["c_all", "b_all"]))
+    assert "it must run c_all, b_all, entmax_cross: the rule of study 'pre' chose c_all, b_all" \
+        in str(err.value)
+    assert ('\'entmax_cross\': {"arch": "selective_transformer", "criterion": "sce", "flags": '
+            '["--encoder-selector", "none", "--cross-selector", "entmax"]}') in str(err.value)
+    right = {"arch": "selective_transformer", "criterion": "sce",
+             "flags": ["--encoder-selector", "none", "--cross-selector", "entmax"]}
+    check(plan_with(["c_all", "b_all", "entmax_cross"], {"entmax_cross": right}))
+    for wrong in ({**right, "flags": ["--cross-selector", "entmax"]}, {**right, "seeds": [1]},
+                  {**right, "arch": "selective_transformer_small"}):
+        with pytest.raises(ResultsError, match="system 'entmax_cross' of study 'post' is"):
+            check(plan_with(["c_all", "b_all", "entmax_cross"], {"entmax_cross": wrong}))
+    with pytest.raises(ResultsError, match="it must run c_all, b_all, entmax_cross"):
+        check(plan_with(["c_all", "a_all", "entmax_cross"], {"entmax_cross": right}))

@@ -292,7 +292,9 @@ class Plan:
             if not source.planned(their_run.study, run.pair.name, their_run.system, run.seed):
                 raise PipelineError(f"{where}: that plan does not run seed {run.seed} of "
                                     f"{borrow.system!r} on {run.pair.name!r}")
-            a = self.planned_commands(run, Path("/__this_plan_out__"))
+            # both as a runner on the other plan's out would run them (a pair made inside
+            # that out, e.g. a built-in corpus, is then the same path in both)
+            a = self.planned_commands(run, Path(borrow.out))
             b = source.planned_commands(their_run, Path(borrow.out))
             if a != b:
                 raise PipelineError(f"{where}, but {run.key} would not be the same run: "

@@ -233,6 +233,37 @@ def test_a_plan_cannot_borrow_from_itself_or_round(tmp_path):
 
 
 
+def test_a_corpus_made_inside_the_lenders_out_is_the_same_path_for_both(tmp_path):
+    """A pair whose ``raw`` the plan makes inside the lender's out (a built-in corpus): both
+    plans' commands are compared as a runner on that out would run them, so the same corpus is
+    the same run, and another corpus is not."""
+    lender_out = tmp_path / "src_out"
+
+    def make_inside(p, raw=lender_out / "corpus"):
+        p["pairs"]["a"].update(raw=str(raw), make=["scripts/make_synthetic_corpus.py", "--seed", "1"])
+
+    path = source_and_borrower(tmp_path, source_edit=make_inside, borrower_edit=make_inside)
+    assert [r.key for r in Plan.load(path).runs() if r.borrowed] == ["s/a/base@1", "s/a/gumbel@1",
+                                                                      "s/a/base@2", "s/a/gumbel@2"]
+    path = source_and_borrower(tmp_path, source_edit=make_inside, borrower_edit=lambda p: make_inside(
+        p, tmp_path / "elsewhere" / "corpus"))
+    with pytest.raises(PipelineError, match=r"corpus: this plan has '.*elsewhere/corpus' where "
+                                            r"the other has '<out>/corpus'"):
+        Plan.load(path)
+
+
+def test_the_rerun_of_ssans_default_start_borrows_the_demo_plans_baseline():
+    """examples/stability/rerun_plan.json trains the default start again with the current code
+    and takes the baseline's runs from demo_plan.json, whose commands it checks on loading."""
+    plan = Plan.load(ROOT / "examples" / "stability" / "rerun_plan.json")
+    (study,) = plan.studies
+    assert {n: (b.study, b.system) for n, b in study.borrow.items()} == {
+        "baseline": ("start", "baseline")}
+    source = plan.studies[0].borrow["baseline"].source
+    assert plan.systems["ssan_cap0"] == source.systems["ssan_cap0"]
+    assert [r.key for r in plan.runs() if not r.borrowed] == [
+        f"rerun/builtin/ssan_cap0@{seed}" for seed in (1, 2, 3, 4, 5)]
+
 def test_the_committed_selector_plan_borrows_the_translation_runs():
     """The head-to-head takes its baseline and SSAN (gumbel) from the translation plan's
     pre-norm study on En-De and its post-norm study on En-Ro; loading it checks that they are

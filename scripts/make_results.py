@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # below: paths relative to the root the tables are made from (--root, default this checkout)
 TRANSLATION_PLAN = Path("examples") / "translation" / "experiments.json"
 STABILITY_PLAN = Path("examples") / "stability" / "demo_plan.json"
+STABILITY_RERUN_PLAN = Path("examples") / "stability" / "rerun_plan.json"
 
 
 def translation_blocks(root: Path):
@@ -71,6 +72,8 @@ def translation_cost_blocks(root: Path):
 
 
 def stability_blocks(root: Path):
+    from dataclasses import replace
+
     from ssan_plugin.experiments.plan import Plan
     from ssan_plugin.experiments.runner import Runner
     from ssan_plugin.experiments.tables.stability import (calibration_table, seed_spreads,
@@ -91,6 +94,15 @@ def stability_blocks(root: Path):
     calibration = sorted((root / "examples" / "stability" / "calibration").glob("*.json"))
     if calibration:
         blocks["stability-calibration"] = calibration_table(calibration, root)
+    rerun = Plan.load(root / STABILITY_RERUN_PLAN, root)
+    again = seed_spreads(rerun, "rerun", "builtin")
+    if len(again) > 1:  # the default start trained again by the current code, beside the first
+        before = {s.system: s for s in spreads}
+        blocks["stability-rerun-spread"] = spread_table(
+            [before["baseline"], replace(before["ssan_cap0"], system="ssan_cap0 (start study)"),
+             replace(again[1], system="ssan_cap0 (current code)")])
+        blocks["stability-rerun-verdicts"] = verdict_table(
+            translation_comparisons(rerun, "stability-rerun"))
     return blocks
 
 

@@ -1,7 +1,7 @@
 """The demo says what is true: its recipe is pinned against the one the README's figures were
 measured with (examples/stability/demo_run.json), the README shows that run's printed table,
 and the committed seeds it compares a run with were trained with the same recipe
-(examples/stability/demo_plan.json)."""
+(examples/stability/rerun_plan.json, borrowing demo_plan.json's baseline)."""
 
 import importlib.util
 import json
@@ -73,12 +73,14 @@ def test_the_spread_line_places_this_run(demo):
 
 def test_the_committed_spread_is_every_archived_seed(demo):
     """What the demo's report compares a run with: each archived seed's test BLEU of the
-    stability plan's start study, read here from the archive's files directly."""
-    archive = ROOT / "examples" / "stability" / "experiments" / "start" / "builtin"
+    current code's seeds (the rerun study's SSAN, the start study's baseline, whose code did
+    not change), read here from the archive's files directly."""
+    archive = ROOT / "examples" / "stability" / "experiments"
+    where = {"baseline": archive / "start" / "builtin", "ssan": archive / "rerun" / "builtin"}
     spread = demo.committed_spread()
     assert set(spread) == set(demo.SPREAD_SYSTEMS)
     for name, system in demo.SPREAD_SYSTEMS.items():
-        reports = sorted(archive.glob(f"{system}@*/test.json"),
+        reports = sorted(where[name].glob(f"{system}@*/test.json"),
                          key=lambda p: int(p.parent.name.split("@")[1]))
         assert len(reports) >= 5
         assert spread[name] == [json.loads(p.read_text())["systems"][0]["bleu"] for p in reports]

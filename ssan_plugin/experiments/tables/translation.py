@@ -66,15 +66,23 @@ def test_reference(pair) -> Path:
 
 
 def archived_runs(plan) -> Dict[tuple, Dict[str, Dict[int, Path]]]:
-    """{(study, pair): {system: {seed: archived run directory}}} of a runner plan's archive."""
-    archive = Path(plan.archive)
+    """{(study, pair): {system: {seed: archived run directory}}} of a runner plan's archive (a
+    borrowed run's directory in the lending plan's archive, :meth:`Plan.archived_outputs`)."""
     found: Dict[tuple, Dict[str, Dict[int, Path]]] = {}
     for run in plan.runs():
-        d = run.directory(archive)
-        if run.decoded_in(archive):
+        outputs = plan.archived_outputs(run)
+        if outputs is not None:
             found.setdefault((run.study.name, run.pair.name), {}).setdefault(
-                run.system.name, {})[run.seed] = d
+                run.system.name, {})[run.seed] = outputs[0]
     return found
+
+
+def hypotheses_name(plan, study: str, pair: str, system: str, seed: int) -> str:
+    """The file name of a run's archived test hypotheses (a borrowed run keeps the name its
+    own plan gave it)."""
+    run = next(r for r in plan.runs() if (r.study.name, r.pair.name, r.system.name, r.seed)
+               == (study, pair, system, seed))
+    return plan.archived_outputs(run)[1]
 
 
 def translation_comparisons(plan, table: str, n_samples: int = 1000,
@@ -87,7 +95,8 @@ def translation_comparisons(plan, table: str, n_samples: int = 1000,
         pair = plan.pairs[pair_name]
         ref = test_reference(pair)
         score = bleu_scorer(ref, pair.tgt)[1]
-        runs = {system: {s: (d, f"{system}@{s}.test.{pair.tgt}") for s, d in by_seed.items()}
+        runs = {system: {s: (d, hypotheses_name(plan, study_name, pair_name, system, s))
+                         for s, d in by_seed.items()}
                 for system, by_seed in by_system.items()}
         base_name = study.systems[0]
         for system in study.systems[1:]:
@@ -138,8 +147,10 @@ def runs_table(plan) -> str:
                         delta = f"{entry['bleu'] - b['bleu']:+.2f}"
                         ref = test_reference(plan.pairs[pair])
                         result = paired_bootstrap(
-                            run_stats(base[seed], f"{base_name}@{seed}.test.{tgt}", ref, tgt),
-                            run_stats(d, f"{system}@{seed}.test.{tgt}", ref, tgt),
+                            run_stats(base[seed], hypotheses_name(plan, study.name, pair,
+                                                                  base_name, seed), ref, tgt),
+                            run_stats(d, hypotheses_name(plan, study.name, pair, system, seed),
+                                      ref, tgt),
                             bleu_scorer(ref, tgt)[1])
                         p = "identical" if result.identical else f"{result.p_value:.3f}"
                     sel = summary.get("sel")

@@ -65,24 +65,25 @@ def test_reference(pair) -> Path:
     return ref
 
 
-def archived_runs(plan) -> Dict[tuple, Dict[str, Dict[int, Path]]]:
-    """{(study, pair): {system: {seed: archived run directory}}} of a runner plan's archive (a
-    borrowed run's directory in the lending plan's archive, :meth:`Plan.archived_outputs`)."""
-    found: Dict[tuple, Dict[str, Dict[int, Path]]] = {}
+def archived_outputs(plan) -> Dict[tuple, Dict[str, Dict[int, Tuple[Path, str]]]]:
+    """{(study, pair): {system: {seed: (archived run directory, hypotheses file name)}}} of a
+    runner plan's archive (a borrowed run's in the lending plan's archive, under the name its
+    own plan gave it: :meth:`Plan.archived_outputs`)."""
+    found: Dict[tuple, Dict[str, Dict[int, Tuple[Path, str]]]] = {}
     for run in plan.runs():
         outputs = plan.archived_outputs(run)
         if outputs is not None:
             found.setdefault((run.study.name, run.pair.name), {}).setdefault(
-                run.system.name, {})[run.seed] = outputs[0]
+                run.system.name, {})[run.seed] = outputs
     return found
 
 
-def hypotheses_name(plan, study: str, pair: str, system: str, seed: int) -> str:
-    """The file name of a run's archived test hypotheses (a borrowed run keeps the name its
-    own plan gave it)."""
-    run = next(r for r in plan.runs() if (r.study.name, r.pair.name, r.system.name, r.seed)
-               == (study, pair, system, seed))
-    return plan.archived_outputs(run)[1]
+def archived_runs(plan) -> Dict[tuple, Dict[str, Dict[int, Path]]]:
+    """{(study, pair): {system: {seed: archived run directory}}}: :func:`archived_outputs`'
+    directories."""
+    return {key: {system: {seed: d for seed, (d, _) in by_seed.items()}
+                  for system, by_seed in by_system.items()}
+            for key, by_system in archived_outputs(plan).items()}
 
 
 def translation_comparisons(plan, table: str, n_samples: int = 1000,
@@ -90,14 +91,11 @@ def translation_comparisons(plan, table: str, n_samples: int = 1000,
     """Every (study, pair, system) of a plan's archive against the study's baseline, seed
     level, with two seeds or more a side (:func:`run_stats` checks each run's BLEU)."""
     rows = []
-    for (study_name, pair_name), by_system in archived_runs(plan).items():
+    for (study_name, pair_name), runs in archived_outputs(plan).items():
         study = plan.study(study_name)
         pair = plan.pairs[pair_name]
         ref = test_reference(pair)
         score = bleu_scorer(ref, pair.tgt)[1]
-        runs = {system: {s: (d, hypotheses_name(plan, study_name, pair_name, system, s))
-                         for s, d in by_seed.items()}
-                for system, by_seed in by_system.items()}
         base_name = study.systems[0]
         for system in study.systems[1:]:
             row = seed_comparison(
@@ -127,7 +125,7 @@ def runs_table(plan) -> str:
 
     out = ["| study, pair | run | BLEU | chrF | Δ vs same-seed baseline | p (sentences, this "
            "seed) | best valid loss | valid selection rate |", "|---|---|---|---|---|---|---|---|"]
-    found = archived_runs(plan)
+    found = archived_outputs(plan)
     for study in plan.studies:
         for pair in study.pairs:
             by_system = found.get((study.name, pair), {})
@@ -135,7 +133,7 @@ def runs_table(plan) -> str:
             base = by_system.get(base_name, {})
             tgt = plan.pairs[pair].tgt
             for system in study.systems:
-                for seed, d in sorted(by_system.get(system, {}).items()):
+                for seed, (d, hyp) in sorted(by_system.get(system, {}).items()):
                     test = archive_json(d / "test.json")
                     entry = {key: archived_value(d / "test.json", "systems", 0, key, data=test)
                              for key in ("bleu", "chrf")}
@@ -143,14 +141,12 @@ def runs_table(plan) -> str:
                     archived_value(d / "train.json", "best_valid_loss", data=summary)
                     delta = p = ""
                     if system != base_name and seed in base:
-                        b = {"bleu": archived_value(base[seed] / "test.json", "systems", 0, "bleu")}
+                        base_dir, base_hyp = base[seed]
+                        b = {"bleu": archived_value(base_dir / "test.json", "systems", 0, "bleu")}
                         delta = f"{entry['bleu'] - b['bleu']:+.2f}"
                         ref = test_reference(plan.pairs[pair])
                         result = paired_bootstrap(
-                            run_stats(base[seed], hypotheses_name(plan, study.name, pair,
-                                                                  base_name, seed), ref, tgt),
-                            run_stats(d, hypotheses_name(plan, study.name, pair, system, seed),
-                                      ref, tgt),
+                            run_stats(base_dir, base_hyp, ref, tgt), run_stats(d, hyp, ref, tgt),
                             bleu_scorer(ref, tgt)[1])
                         p = "identical" if result.identical else f"{result.p_value:.3f}"
                     sel = summary.get("sel")

@@ -5,10 +5,12 @@ The corpus's raw sentences are tokenised as ``ssan-prepare-translation`` tokenis
 (normalisation and Moses tokenisation, ``LanguageConfig.create``) so that their tokens look like
 the gold set's, which is tokenised already and passed as it is. eflomal aligns in both
 directions; the links reported are the forward ones (A to B), the reverse ones, and their
-intersection and union (the grow-diag-final family of symmetrisations needs fast_align's
-atools, which no package index carries: not computed). eflomal's sampler draws from a seed of
-its own that cannot be set from Python: two runs differ (on the WPT Ro-En gold by about one AER
-point), so the peer is run several times and each score reported as the runs' mean and spread.
+intersection and union. The grow-diag-final family of symmetrisations is not computed:
+fast_align's atools is on no package index, and NLTK's ``grow_diag_final_and`` returns the
+union (its "not yet aligned" test looks integers up among the keys 'e' and 'f', so it always
+passes). eflomal's sampler draws from a seed of its own that cannot be set from Python: two
+runs differ (on the WPT Ro-En gold by about one AER point), so the peer is run several times
+and each score reported as the runs' mean and spread.
 """
 
 import tempfile

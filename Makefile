@@ -46,7 +46,8 @@ test: install
 # and every selector of selective_transformer against SAN in one run, per layer and as whole trainings
 # and scorings (examples/selectors/bench/), then SSAN and top-k at each decoder site and at
 # every site (training, beam-5 incremental decoding, peak memory; examples/everywhere/bench/), and
-# their training steps paired with the baseline's in one process (the training ratio to read).
+# their training steps paired with the baseline's in one process (the training ratio to read),
+# SSAN's with the torch kernel the plan pins and with the native kernel of the default.
 # The JSON and CSV outputs are the committed archives of the cost tables in examples/*/RESULTS.md
 # (scripts/make_results.py).
 bench: install
@@ -60,6 +61,7 @@ bench: install
 	$(PY) benchmarks/bench_ssan.py --plan examples/selectors/experiments.json --corpus news --modes score_sps --json examples/selectors/bench/process.news.json
 	$(PY) benchmarks/bench_ssan.py --plan examples/everywhere/bench_plan.json --corpus news --modes gen_sps,gen_sps_fixed_len --decode-repeats 3 --json examples/everywhere/bench/process.news.json
 	$(PY) benchmarks/bench_steps.py runs/bench/news/data-bin --plan examples/everywhere/bench_plan.json --json examples/everywhere/bench/steps.news.json
+	$(PY) benchmarks/bench_steps.py runs/bench/news/data-bin --plan examples/everywhere/bench_plan.json --study kernels --json examples/everywhere/bench/steps.native.news.json
 	OMP_NUM_THREADS=1 $(PY) benchmarks/bench_encoder_layers.py --batch 8 --lengths 16,64,128,192,256,384 --min-time 0.5 --max-naive-gb 6
 
 clean:

@@ -331,6 +331,7 @@ def everywhere_blocks(root: Path):
     en_ro = selector_rows(plan, "postnorm", "en-ro", table="everywhere")
     bench = sorted((where / "bench").glob("process.*.json")) if (where / "bench").is_dir() else []
     steps = where / "bench" / "steps.news.json"
+    native = where / "bench" / "steps.native.news.json"  # bench_plan.json's study kernels
     return {"everywhere-verdicts": verdict_table(rows),
             "everywhere-power": selector_power_table(rows),
             "everywhere-rates": site_rates_table(plan, "prenorm", "en-de"),
@@ -345,7 +346,9 @@ def everywhere_blocks(root: Path):
             "everywhere-cost-goal": site_cost_goal_table(where / "bench" / "process.news.json",
                                                          steps if steps.is_file() else None),
             "everywhere-cost-steps": steps_table(steps) if steps.is_file() else
-            "No paired-steps bench archived yet."}
+            "No paired-steps bench archived yet.",
+            "everywhere-cost-steps-native": steps_table(native) if native.is_file() else
+            "No paired-steps bench of the native kernel archived yet."}
 
 
 def variants_blocks(root: Path):

@@ -24,8 +24,10 @@ whole and above the resident size of an idle `import fairseq, ssan_plugin` proce
 ``--plan PLAN.json [--study NAME]`` measures instead the systems of a runner plan's study
 (``ssan-run-experiments``; the first, named ``baseline``, is the reference), each trained with
 the plan's own flags (its ``train`` flags, the study's and the system's, arch and criterion), e.g.
-every selector of the head-to-head (``examples/selectors/experiments.json``). ``--modes``
-chooses the decoding measures (default: all three).
+every selector of the head-to-head (``examples/selectors/experiments.json``). ``--systems
+NAME,NAME`` measures only those and the baseline (e.g. one selector again after its code
+changed, into a JSON of its own). ``--modes`` chooses the decoding measures (default: all
+three).
 """
 
 import argparse
@@ -101,6 +103,18 @@ def plan_systems(path, study_name, error) -> dict:
     return {name: ["--arch", plan.systems[name].arch, "--criterion",
                    plan.systems[name].criterion, *plan.train, *study.flags,
                    *plan.systems[name].flags] for name in study.systems}
+
+
+def only_systems(systems: dict, names: str, error) -> dict:
+    """``systems`` restricted to the comma-separated ``names`` and the baseline, in their
+    order; an unknown or missing name is an error naming the choices."""
+    wanted = [n for n in names.split(",") if n]
+    unknown = [n for n in wanted if n not in systems]
+    if not wanted or unknown:
+        error(f"--systems {names!r}: choose from {','.join(systems)}"
+              + (f" ({', '.join(unknown)} unknown)" if unknown else ""))
+    return {name: flags for name, flags in systems.items()
+            if name == "baseline" or name in wanted}
 
 
 def run_measured(cmd):
@@ -183,6 +197,9 @@ def main():
     ap.add_argument("--plan", metavar="PLAN.json",
                     help="measure the systems of this runner plan's study, with its flags")
     ap.add_argument("--study", help="the study of --plan (default: its first)")
+    ap.add_argument("--systems", metavar="NAME,NAME",
+                    help="measure only these systems (and the baseline, every ratio's "
+                         "reference), in the order of the plan or the built-in list")
     ap.add_argument("--modes", default=",".join(GENERATION),
                     help="decoding measures, comma-separated (default: all of "
                          f"{','.join(GENERATION)})")
@@ -199,6 +216,8 @@ def main():
     else:
         systems, common = with_ssan_systems(args.ssan_system, ap.error, "--ssan-system"), \
             [*MODEL, *TRAINING]
+    if args.systems is not None:
+        systems = only_systems(systems, args.systems, ap.error)
     work = Path(args.workdir).resolve() / args.corpus
     work.mkdir(parents=True, exist_ok=True)
     data_bin = prepare_corpus(args.corpus, work, Path(args.shared), args.train_pairs,
@@ -264,7 +283,8 @@ def main():
         "settings": {"updates": args.updates, "repeats": args.repeats,
                      "decode_repeats": args.decode_repeats, "max_tokens": args.max_tokens,
                      "modes": modes, "plan": args.plan and relativize_text(
-                         str(Path(args.plan).resolve())), "study": args.study}}
+                         str(Path(args.plan).resolve())), "study": args.study,
+                     "systems": args.systems}}
     # the table of examples/*/RESULTS.md (ssan_plugin.experiments.tables.bench), from this record
     print("\n" + process_table(Path(args.json or "bench_ssan"), record))
     if args.json:

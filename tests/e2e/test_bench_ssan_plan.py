@@ -31,11 +31,26 @@ def test_plan_systems_are_the_studys_with_the_plans_flags():
     assert systems["fixed_mask"][-2:] == ["--max-source-positions", "256"]
 
 
+def test_systems_keeps_the_baseline_and_the_named_in_the_plans_order():
+    """--systems re-measures a subset into a JSON of its own: the baseline stays (every ratio's
+    reference), the rest keep the plan's order whatever order they are named in."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_ssan import only_systems, plan_systems
+
+    systems = plan_systems(PLAN, None, pytest.fail)
+    kept = only_systems(systems, "sparsemax,topk", pytest.fail)
+    assert list(kept) == ["baseline", "topk", "sparsemax"]
+    assert all(kept[name] == systems[name] for name in kept)
+
+
 @pytest.mark.parametrize("args,message", [
     (["--plan", str(PLAN), "--ssan-system", "x=--ssan-tau 1"], "with --plan, the plan names them"),
     (["--plan", str(PLAN), "--study", "nope"], "no study 'nope' (it has prenorm, postnorm)"),
     (["--study", "prenorm"], "--study needs --plan"),
     (["--modes", "score"], "--modes 'score': choose from gen_sps,gen_sps_fixed_len,score_sps"),
+    (["--plan", str(PLAN), "--systems", "topk,nope"], "--systems 'topk,nope': choose from "
+     "baseline,gumbel,soft,topk,entmax,entmax15,sparsemax,gate,fixed_mask (nope unknown)"),
+    (["--systems", ","], "--systems ',': choose from baseline,ssan"),
 ])
 def test_option_errors_are_one_line(tmp_path, args, message):
     proc = subprocess.run([sys.executable, ROOT / "benchmarks" / "bench_ssan.py", "--workdir",

@@ -317,7 +317,7 @@ def everywhere_blocks(root: Path):
     from ssan_plugin.experiments.tables.bench import PROCESS_MEASURES, steps_table
     from ssan_plugin.experiments.tables.everywhere import (alignment_rows, alignment_table,
                                                            alignment_verdict_table,
-                                                           cross_alone_system,
+                                                           cross_alone_systems,
                                                            site_cost_goal_table, site_rates_table)
     from ssan_plugin.experiments.tables.selectors import (check_carried_forward, cost_table,
                                                           development_table, selector_power_table,
@@ -327,7 +327,7 @@ def everywhere_blocks(root: Path):
     plan = Plan.load(where / "experiments.json", root)
     bench_plan = Plan.load(where / "bench_plan.json", root)
     rows = selector_rows(plan, "prenorm", "en-de", table="everywhere")
-    check_carried_forward(plan, "prenorm", "en-de", (), 2, "postnorm", derived=cross_alone_system)
+    check_carried_forward(plan, "prenorm", "en-de", (), 2, "postnorm", also=cross_alone_systems)
     en_ro = selector_rows(plan, "postnorm", "en-ro", table="everywhere")
     bench = sorted((where / "bench").glob("process.*.json")) if (where / "bench").is_dir() else []
     steps = where / "bench" / "steps.news.json"

@@ -17,8 +17,8 @@ and the rule that carries systems to En-Ro, the cost) plus two of its own:
 - :func:`site_cost_goal_table`: per selector and site of the cost bench, its ratios to the
   baseline against the cost goal (speed at least ``SPEED_GOAL`` of the baseline's, memory at
   most ``MEMORY_GOAL`` times);
-- :func:`cross_alone_system`: the system the rule adds to En-Ro besides its two choices, the
-  better one's selector at the cross site alone (checked by
+- :func:`cross_alone_systems`: the systems En-Ro runs besides the baseline and the rule's two
+  choices, every selector of the pre-norm study at the cross site alone (checked by
   :func:`.selectors.check_carried_forward`).
 
 Every function works on whatever is archived: no run, some, or all.
@@ -37,7 +37,7 @@ from ...translation.alignment import COUNTS, scores_of_counts
 from ..plan import System
 from .archives import archive_json, archived_value
 from .blocks import ResultsError
-from .selectors import _study, best_validation, head_to_head_runs
+from .selectors import _study, best_validation, head_to_head_runs, system_entry
 from .verdicts import Comparison, apply_holm, mean_sd, seed_comparison
 
 #: the sites of a layer label's prefix, in table order
@@ -364,23 +364,47 @@ def _flag_values(flags: Sequence[str], where: str) -> Tuple[Dict[str, str], List
     return values, rest
 
 
-def cross_alone_system(plan, chosen: Sequence[str]) -> List[System]:
-    """[the cross site alone for the first of ``chosen``] (the rule's better system): its
-    selector (for ``ssan_transformer``: gumbel, or soft under ``--ssan-selection soft``; for
-    ``selective_transformer``: its cross site's, else its encoder's) at the cross site alone,
-    named ``SELECTOR_cross``: ``selective_transformer`` of the same shape, the same criterion,
-    ``--encoder-selector none --cross-selector SELECTOR`` and the system's other flags (its
-    selector's options, ``--cross-selector-args`` included). ResultsError for a system that does
-    not select, or selects in only some encoder layers (no cross-site counterpart)."""
-    source = plan.systems[chosen[0]]
+def _family(arch: str) -> Optional[Tuple[str, str]]:
+    """(selective family, shape suffix) of an architecture name, None for one that does not
+    select (``selective_transformer_small`` -> ``("selective_transformer", "_small")``)."""
+    for family in ("ssan_transformer", CROSS_ALONE_FAMILY):
+        if arch == family or arch.startswith(family + "_"):
+            return family, arch[len(family):]
+    return None
+
+
+def cross_alone_systems(plan, study: str) -> List[System]:
+    """The cross site alone for every selector of ``study`` (:func:`cross_alone_of` each of its
+    selecting systems, in the study's order; the baseline and other systems that do not select
+    are passed over). Two systems with the same selector must derive the same definition
+    (``ssan_encoder`` and ``ssan_all`` both give ``gumbel_cross``), else ResultsError."""
+    out: Dict[str, System] = {}
+    for name in _study(plan, study).systems:
+        if _family(plan.systems[name].arch) is None:
+            continue
+        derived = cross_alone_of(plan, name)
+        first = out.setdefault(derived.name, derived)
+        if system_entry(first) != system_entry(derived):
+            raise ResultsError(f"study {study!r}: {name!r} derives {derived.name!r} as "
+                               f"{system_entry(derived)}, an earlier system as "
+                               f"{system_entry(first)}")
+    return list(out.values())
+
+
+def cross_alone_of(plan, name: str) -> System:
+    """The cross site alone for plan system ``name``: its selector (for ``ssan_transformer``:
+    gumbel, or soft under ``--ssan-selection soft``; for ``selective_transformer``: its cross
+    site's, else its encoder's) at the cross site alone, named ``SELECTOR_cross``:
+    ``selective_transformer`` of the same shape, the same criterion, ``--encoder-selector none
+    --cross-selector SELECTOR`` and the system's other flags (its selector's options,
+    ``--cross-selector-args`` included). ResultsError for a system that does not select, or
+    selects in only some encoder layers (no cross-site counterpart)."""
+    source = plan.systems[name]
     where = f"system {source.name!r}"
     values, rest = _flag_values(source.flags, where)
-    family, shape = None, ""
-    for name in ("ssan_transformer", CROSS_ALONE_FAMILY):
-        if source.arch == name or source.arch.startswith(name + "_"):
-            family, shape = name, source.arch[len(name):]
-    if family is None:
+    if _family(source.arch) is None:
         raise ResultsError(f"{where} ({source.arch}) does not select: no cross site alone")
+    family, shape = _family(source.arch)
     layers = values.get("--ssan-layers", values.get("--selector-layers", "all"))
     if layers != "all":
         raise ResultsError(f"{where} selects in encoder layers {layers} only: its selector has "
@@ -393,6 +417,6 @@ def cross_alone_system(plan, chosen: Sequence[str]) -> List[System]:
             selector = values.get("--encoder-selector", "gumbel")  # the family's default
     if selector == "none":
         raise ResultsError(f"{where} selects at no site: no cross site alone")
-    return [System(name=f"{selector}_cross", arch=CROSS_ALONE_FAMILY + shape,
-                   criterion=source.criterion,
-                   flags=["--encoder-selector", "none", "--cross-selector", selector, *rest])]
+    return System(name=f"{selector}_cross", arch=CROSS_ALONE_FAMILY + shape,
+                  criterion=source.criterion,
+                  flags=["--encoder-selector", "none", "--cross-selector", selector, *rest])

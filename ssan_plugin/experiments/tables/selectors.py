@@ -247,19 +247,18 @@ def carried_forward(plan, study: str, pair: str, keep: Sequence[str],
 
 
 def check_carried_forward(plan, study: str, pair: str, keep: Sequence[str], choose: int,
-                          next_study: str, derived: Optional[Callable] = None) -> None:
+                          next_study: str, also: Optional[Callable] = None) -> None:
     """ResultsError unless ``next_study`` runs, besides its baseline, what the rule carries
     forward: ``keep`` alone while :func:`carried_forward` waits for seeds, ``keep`` and the
     chosen selectors after (so the next pair's systems are never picked by hand).
 
-    ``derived``: a function of the plan and the chosen systems (``keep`` first, then the rule's
-    order) returning systems the rule adds besides them (e.g.
-    :func:`.everywhere.cross_alone_system`); the next study must run them too, each defined
-    exactly as derived (architecture, criterion and flags). The error for a missing one spells
-    out its plan entry."""
+    ``also``: a function of the plan and ``study`` returning systems the next study runs
+    whatever the rule chooses (e.g. :func:`.everywhere.cross_alone_systems`); it must run them
+    from the start, each defined exactly as derived (architecture, criterion and flags). The
+    error for a missing one spells out its plan entry."""
     chosen, _ = carried_forward(plan, study, pair, keep, choose)
     expected = list(keep) if chosen is None else list(chosen)
-    extra = [] if chosen is None or derived is None else list(derived(plan, chosen))
+    extra = [] if also is None else list(also(plan, study))
     expected += [system.name for system in extra]
     runs = _study(plan, next_study).systems[1:]
     state = ("has not chosen yet" if chosen is None

@@ -4,8 +4,8 @@ rule's layer of each run's alignment.MAP.json and the peer's runs; the alignment
 each system and map against the baseline's weights by seed on the archived per-sentence counts
 (AER recomputed by hand, lower is better, interim until the planned seeds); the cost goal table
 reads each selector and site's ratios and names what misses the goal; damaged archives are one
-line. The rule that carries systems to En-Ro adds the better one's cross site alone, derived from
-its plan entry exactly as the cost bench's hand-written cross-site systems are."""
+line. En-Ro runs, besides the rule's two choices, every pre-norm selector at the cross site alone,
+derived from its plan entry exactly as the cost bench's hand-written cross-site systems are."""
 
 import json
 
@@ -16,7 +16,8 @@ from ssan_plugin.experiments.plan import Plan
 from ssan_plugin.experiments.tables.blocks import ResultsError
 from conftest import ROOT
 from ssan_plugin.experiments.tables.everywhere import (alignment_rows, alignment_table,
-                                                       alignment_verdict_table, cross_alone_system,
+                                                       alignment_verdict_table, cross_alone_of,
+                                                       cross_alone_systems,
                                                        site_cost_goal_table, site_of, site_rates,
                                                        site_rates_table)
 from ssan_plugin.experiments.tables.selectors import check_carried_forward, system_entry
@@ -178,19 +179,47 @@ def test_alignment_verdicts_test_each_system_against_the_baselines_weights_by_se
         alignment_rows(plan, "s", "a", n_samples=200)
 
 
-def test_the_cross_site_alone_is_the_better_systems_selector_at_the_cross_site_only():
+def test_the_cross_site_alone_is_each_systems_selector_at_the_cross_site_only():
     plan = Plan.load(ROOT / "examples" / "everywhere" / "experiments.json")
     bench = Plan.load(ROOT / "examples" / "everywhere" / "bench_plan.json")
     # the bench's cross-site systems were written by hand: the derivation must give them back
-    for chosen, expected in (("topk_all", "topk_cross"), ("ssan_all", "gumbel_cross"),
+    for source, expected in (("topk_all", "topk_cross"), ("ssan_all", "gumbel_cross"),
                              ("ssan_encoder", "gumbel_cross")):
-        (derived,) = cross_alone_system(plan, [chosen, "baseline"])
+        derived = cross_alone_of(plan, source)
         assert derived.name == expected
         assert system_entry(derived) == system_entry(bench.systems[expected])
-    (entmax,) = cross_alone_system(plan, ["entmax_all"])
+    entmax = cross_alone_of(plan, "entmax_all")
     assert (entmax.name, entmax.arch, entmax.flags) == (
         "entmax_cross", "selective_transformer_small",
         ["--encoder-selector", "none", "--cross-selector", "entmax", "--entmax-alpha", "1.5"])
+    # the plan's pre-norm study: three selectors (SSAN in the encoder and at every site agree)
+    assert [s.name for s in cross_alone_systems(plan, "prenorm")] == [
+        "gumbel_cross", "topk_cross", "entmax_cross"]
+    # and En-Ro runs each exactly as derived
+    for system in cross_alone_systems(plan, "prenorm"):
+        assert system_entry(plan.systems[system.name]) == system_entry(system)
+
+
+def test_every_selector_gets_one_cross_site_system_and_two_definitions_are_refused(tmp_path):
+    systems = {"base": {"arch": "transformer", "criterion": "ce"},
+               "enc": {"arch": "ssan_transformer", "criterion": "sce", "flags": ["--k", "1"]},
+               "all": {"arch": "selective_transformer", "criterion": "sce",
+                       "flags": ["--encoder-selector", "gumbel", "--cross-selector", "gumbel",
+                                 "--k", "1"]},
+               "other": {"arch": "selective_transformer", "criterion": "sce",
+                         "flags": ["--encoder-selector", "gumbel", "--k", "2"]},
+               "top": {"arch": "selective_transformer", "criterion": "sce",
+                       "flags": ["--encoder-selector", "topk", "--topk", "8"]}}
+    plan = Plan.load(plan_file(tmp_path, systems=systems, studies=[
+        {"name": "s", "pairs": ["a"], "systems": ["base", "top", "enc", "all"]},
+        {"name": "t", "pairs": ["a"], "systems": ["base", "enc", "other"]}]))
+    derived = cross_alone_systems(plan, "s")
+    assert [(d.name, d.flags) for d in derived] == [
+        ("topk_cross", ["--encoder-selector", "none", "--cross-selector", "topk", "--topk", "8"]),
+        ("gumbel_cross", ["--encoder-selector", "none", "--cross-selector", "gumbel", "--k", "1"])]
+    with pytest.raises(ResultsError, match="'other' derives 'gumbel_cross' as .*--k.*2.*an "
+                                           "earlier system as .*--k.*1"):
+        cross_alone_systems(plan, "t")
 
 
 def test_the_cross_site_alone_refuses_what_has_no_cross_site_counterpart(tmp_path):
@@ -212,7 +241,7 @@ def test_the_cross_site_alone_refuses_what_has_no_cross_site_counterpart(tmp_pat
                             "flags": ["--cross-selector"]}}
     plan = Plan.load(plan_file(tmp_path, systems=systems, studies=[
         {"name": "s", "pairs": ["a"], "systems": list(systems)}]))
-    derived = {name: cross_alone_system(plan, [name])[0] for name in
+    derived = {name: cross_alone_of(plan, name) for name in
                ("soft", "mixed", "encoder", "default")}
     assert (derived["soft"].name, derived["soft"].arch, derived["soft"].flags) == (
         "soft_cross", "selective_transformer_iwslt_de_en",
@@ -225,10 +254,10 @@ def test_the_cross_site_alone_refuses_what_has_no_cross_site_counterpart(tmp_pat
     for name, message in (("base", "does not select"), ("part", "encoder layers 0,1 only"),
                           ("none", "selects at no site"), ("dangling", "--cross-selector has no value")):
         with pytest.raises(ResultsError, match=message):
-            cross_alone_system(plan, [name])
+            cross_alone_of(plan, name)
 
 
-def test_the_next_pair_must_run_the_derived_system_exactly(tmp_path):
+def test_the_next_pair_must_run_every_cross_site_system_exactly_and_the_rules_choice(tmp_path):
     systems = {"base": {"arch": "transformer", "criterion": "ce"},
                "a_all": {"arch": "selective_transformer", "criterion": "sce",
                          "flags": ["--encoder-selector", "topk", "--cross-selector", "topk",
@@ -237,6 +266,14 @@ def test_the_next_pair_must_run_the_derived_system_exactly(tmp_path):
                          "flags": ["--encoder-selector", "gate", "--cross-selector", "gate"]},
                "c_all": {"arch": "selective_transformer", "criterion": "sce",
                          "flags": ["--encoder-selector", "entmax"]}}
+    cross = {"topk_cross": {"arch": "selective_transformer", "criterion": "sce",
+                            "flags": ["--encoder-selector", "none", "--cross-selector", "topk",
+                                      "--topk", "8"]},
+             "gate_cross": {"arch": "selective_transformer", "criterion": "sce",
+                            "flags": ["--encoder-selector", "none", "--cross-selector", "gate"]},
+             "entmax_cross": {"arch": "selective_transformer", "criterion": "sce",
+                              "flags": ["--encoder-selector", "none", "--cross-selector",
+                                        "entmax"]}}
 
     def plan_with(next_systems, extra=None):
         spec = json.loads(plan_file(tmp_path, systems={**systems, **(extra or {})}, studies=[
@@ -247,7 +284,7 @@ def test_the_next_pair_must_run_the_derived_system_exactly(tmp_path):
         return Plan.load(tmp_path / "plan.json")
 
     def check(plan):
-        check_carried_forward(plan, "pre", "a", (), 2, "post", derived=cross_alone_system)
+        check_carried_forward(plan, "pre", "a", (), 2, "post", also=cross_alone_systems)
 
     losses = {"base": (4.0, 4.0), "a_all": (3.9, 4.1), "b_all": (3.8, 3.9), "c_all": (4.5, 3.0)}
     for system, by_seed in losses.items():
@@ -257,25 +294,29 @@ def test_the_next_pair_must_run_the_derived_system_exactly(tmp_path):
             run = tmp_path / "archive" / "pre" / "a" / f"{system}@{seed}"
             fake_decoded(run, f"{system}@{seed}")
             curve(run, {"kind": "valid", "valid_loss": loss + 1}, {"kind": "valid", "valid_loss": loss})
-    check(plan_with([]))  # before the choice the next pair runs its baseline alone
+    # the cross-site systems do not wait for the rule: the next pair runs them from the start,
+    # and the error spells out the plan entries to add
+    with pytest.raises(ResultsError) as err:
+        check(plan_with([]))
+    assert "it must run topk_cross, gate_cross, entmax_cross: the rule of study 'pre' has not " \
+        "chosen yet" in str(err.value)
+    assert ('\'entmax_cross\': {"arch": "selective_transformer", "criterion": "sce", "flags": '
+            '["--encoder-selector", "none", "--cross-selector", "entmax"]}') in str(err.value)
+    check(plan_with(list(cross), cross))
     with pytest.raises(ResultsError, match="has not chosen yet"):
-        check(plan_with(["b_all"]))
+        check(plan_with(["b_all", *cross], cross))
     run = tmp_path / "archive" / "pre" / "a" / "c_all@2"
     fake_decoded(run, "c_all@2")
     curve(run, {"kind": "valid", "valid_loss": 3.0})
-    # means: c_all 3.75, b_all 3.85, a_all 4.0: c_all (entmax in the encoder) is the better
-    with pytest.raises(ResultsError) as err:
-        check(plan_with(["c_all", "b_all"]))
-    assert "it must run c_all, b_all, entmax_cross: the rule of study 'pre' chose c_all, b_all" \
-        in str(err.value)
-    assert ('\'entmax_cross\': {"arch": "selective_transformer", "criterion": "sce", "flags": '
-            '["--encoder-selector", "none", "--cross-selector", "entmax"]}') in str(err.value)
-    right = {"arch": "selective_transformer", "criterion": "sce",
-             "flags": ["--encoder-selector", "none", "--cross-selector", "entmax"]}
-    check(plan_with(["c_all", "b_all", "entmax_cross"], {"entmax_cross": right}))
+    # means: c_all 3.75, b_all 3.85, a_all 4.0: the rule chooses c_all and b_all
+    with pytest.raises(ResultsError, match="it must run c_all, b_all, topk_cross, gate_cross, "
+                                           "entmax_cross: the rule of study 'pre' chose c_all, b_all"):
+        check(plan_with(list(cross), cross))
+    check(plan_with(["c_all", "b_all", *cross], cross))
+    right = cross["entmax_cross"]
     for wrong in ({**right, "flags": ["--cross-selector", "entmax"]}, {**right, "seeds": [1]},
                   {**right, "arch": "selective_transformer_small"}):
         with pytest.raises(ResultsError, match="system 'entmax_cross' of study 'post' is"):
-            check(plan_with(["c_all", "b_all", "entmax_cross"], {"entmax_cross": wrong}))
-    with pytest.raises(ResultsError, match="it must run c_all, b_all, entmax_cross"):
-        check(plan_with(["c_all", "a_all", "entmax_cross"], {"entmax_cross": right}))
+            check(plan_with(["c_all", "b_all", *cross], {**cross, "entmax_cross": wrong}))
+    with pytest.raises(ResultsError, match="it must run c_all, b_all, topk_cross"):
+        check(plan_with(["c_all", "a_all", *cross], cross))

@@ -131,8 +131,8 @@ def load() -> ctypes.CDLL:
     except OSError as e:
         raise NativeKernelUnavailable(f"cannot load the native SSAN kernel {path}: {e}") from e
     lib.ssan_sampled_forward.restype = ctypes.c_int
-    lib.ssan_sampled_forward.argtypes = [_ptr, _ptr, _ptr, _ptr, _i64, _i64, _i64, _i32, _u64,
-                                         _f32, _f32, _ptr, _ptr, _ptr, _ptr, _ptr]
+    lib.ssan_sampled_forward.argtypes = [_ptr, _ptr, _ptr, _ptr, _i64, _i64, _i64, _i64, _i32,
+                                         _u64, _f32, _f32, _ptr, _ptr, _ptr, _ptr, _ptr]
     lib.ssan_sampled_backward.restype = None
     lib.ssan_sampled_backward.argtypes = [_ptr, _ptr, _ptr, _ptr, _ptr, _i64, _i64, _i32, _ptr,
                                           _ptr]
@@ -163,10 +163,30 @@ def _ptr_of(t: Optional[Tensor]):
     return None if t is None else t.data_ptr()
 
 
+def _pad_rows(pad: Optional[Tensor], bsz: int, tgt_len: int, src_len: int):
+    """(the kernel's pad rows, pad_inner) of a key mask: (B, S) bool rows and 1 for a mask
+    without a query dimension ((B, S), (B or 1, 1, 1, S)); (B T, S) rows and T for one with it
+    ((B or 1, 1, T, S)); (None, 1) for None. ValueError for a mask of any other shape."""
+    if pad is None:
+        return None, 1
+    shape = tuple(pad.shape)
+    if pad.dim() == 2:
+        pad = pad.view(pad.size(0), 1, 1, -1)
+    if (pad.dim() != 4 or pad.size(1) != 1 or pad.size(0) not in (1, bsz)
+            or pad.size(2) not in (1, tgt_len) or pad.size(3) != src_len):
+        raise ValueError(f"a key mask for attention of shape (B, h, T, S) = ({bsz}, h, {tgt_len}, "
+                         f"{src_len}) is (B, S) or broadcastable to (B, 1, T, S), got {shape}")
+    inner = pad.size(2)
+    rows = pad.to(torch.bool).expand(bsz, 1, inner, src_len).reshape(bsz * inner, src_len)
+    return rows.contiguous(), inner
+
+
 class NativeSampledSelectiveSoftmax(torch.autograd.Function):
     """``_SampledSelectiveSoftmax`` (selective_weights.py) through the C kernel: same
-    arguments, values, returned selection and gradients (float32 (B, h, T, S)); ``pad`` is the
-    (B, S) key padding mask or None; ``noise`` (tests) is used as given, else drawn in C.
+    arguments, values, returned selection and gradients (float32 (B, h, T, S)); ``pad``: the
+    keys each query may not use, True there: the (B, S) key padding mask, a mask broadcastable
+    to (B, 1, T, S) (pads and, in decoder self-attention, each query's future), or None;
+    ``noise`` (tests) is used as given, else drawn in C.
 
     A third output, without gradient: with ``want_entropy``, each row's policy entropy summed
     over its non-pad keys, sum_j H(sigmoid(E_p)), (B, h, T) float32 (the statistics then need
@@ -186,8 +206,7 @@ class NativeSampledSelectiveSoftmax(torch.autograd.Function):
         logits, policy_logits = logits.contiguous(), policy_logits.contiguous()
         if noise is not None:
             noise = noise.to(torch.float32).contiguous()
-        if pad is not None:
-            pad = pad.to(torch.bool).reshape(bsz, src_len).contiguous()
+        pad, pad_inner = _pad_rows(pad, bsz, tgt_len, src_len)
         key = 0 if noise is not None else int(torch.randint(0, 2**62, ()).item())
         out, weight = torch.empty_like(logits), torch.empty_like(logits)
         chosen = torch.empty(logits.shape, dtype=torch.bool)
@@ -196,9 +215,9 @@ class NativeSampledSelectiveSoftmax(torch.autograd.Function):
         rows = bsz * heads * tgt_len
         ran = lib.ssan_sampled_forward(
             logits.data_ptr(), policy_logits.data_ptr(), _ptr_of(noise), _ptr_of(pad),
-            heads * tgt_len, src_len, rows, _threads_for(rows * src_len), key, float(tau),
-            float(cap), out.data_ptr(), weight.data_ptr(), chosen.data_ptr(), _ptr_of(slope),
-            entropy.data_ptr() if want_entropy else None)
+            heads * tgt_len, pad_inner, src_len, rows, _threads_for(rows * src_len), key,
+            float(tau), float(cap), out.data_ptr(), weight.data_ptr(), chosen.data_ptr(),
+            _ptr_of(slope), entropy.data_ptr() if want_entropy else None)
         if ran < 0:
             raise MemoryError("the native SSAN kernel could not allocate its scratch rows")
         select = save_sampled_for_backward(ctx, out, weight, chosen, slope)

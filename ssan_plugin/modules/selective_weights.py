@@ -253,8 +253,6 @@ def sampled_selective_softmax(logits: Tensor, policy_logits: Tensor, tau: float,
         if not select_grad:
             select = select.detach() > 0
         return (out, select, None) if row_entropy else (out, select)
-    if kernel == "native" and key_padding_mask is not None and key_padding_mask.dim() != 2:
-        kernel = "torch"  # the C kernel takes a (B, S) pad mask; a causal mask runs in torch
     if kernel == "native":
         from .native import NativeSampledSelectiveSoftmax
 

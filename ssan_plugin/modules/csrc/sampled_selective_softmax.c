@@ -153,7 +153,10 @@ static inline __attribute__((always_inline)) float pass_sample(const float *rest
 
 /* Forward, rows [row_begin, row_end) of (rows, S) float32 tensors.
  *   logits E, policy E_p: inputs. noise: Logistic noise to use, or NULL (drawn from key).
- *   pad: (rows / rows_per_pad_row, S) bytes, 1 at pad keys, or NULL.
+ *   pad: bytes, 1 at the keys a row may not use, or NULL; row r reads pad row
+ *     (r / rows_per_pad_row) * pad_inner + r % pad_inner: a (B, S) pad mask has
+ *     rows_per_pad_row = h T and pad_inner = 1, a (B, T, S) mask of pads and each query's
+ *     future (decoder self-attention) rows_per_pad_row = h T and pad_inner = T.
  * Outputs: out = A u / Z, weight = u / Z s (1 - s) / tau, chosen = A (0/1 bytes, pads 0), and
  * slope = s (1 - s) / tau when not NULL; s = sigmoid((E_p + L) / tau) = 1 / (1 + q),
  * s (1 - s) = q s^2, u = exp(min(E - m, cap)), m the row maximum of E over chosen keys (over
@@ -166,8 +169,9 @@ static inline __attribute__((always_inline)) float pass_sample(const float *rest
  * place. Returns 0, or 1 if the scratch could not be allocated (nothing written then). */
 int ssan_sampled_forward_rows(const float *restrict logits, const float *restrict policy,
                               const float *restrict noise, const uint8_t *restrict pad,
-                              int64_t rows_per_pad_row, int64_t S, int64_t row_begin,
-                              int64_t row_end, uint64_t key, float tau, float cap,
+                              int64_t rows_per_pad_row, int64_t pad_inner, int64_t S,
+                              int64_t row_begin, int64_t row_end, uint64_t key, float tau,
+                              float cap,
                               float *restrict out, float *restrict weight,
                               uint8_t *restrict chosen, float *restrict slope,
                               float *restrict entropy) {
@@ -186,8 +190,9 @@ int ssan_sampled_forward_rows(const float *restrict logits, const float *restric
     int64_t pad_row = -1;
     for (int64_t r = row_begin; r < row_end; ++r) {
         const int64_t base = r * S;
-        if (pad_row != r / rows_per_pad_row) {
-            pad_row = r / rows_per_pad_row;
+        const int64_t this_pad_row = r / rows_per_pad_row * pad_inner + r % pad_inner;
+        if (pad_row != this_pad_row) {
+            pad_row = this_pad_row;
             const uint8_t *pr = pad ? pad + pad_row * S : NULL;
             for (int64_t j = 0; j < P; ++j) s.KEEP[j] = j < S && !(pr && pr[j]) ? 1.0f : 0.0f;
         }
@@ -306,8 +311,9 @@ void ssan_sampled_backward_rows(const float *restrict out, const float *restrict
  * returns the number of threads that ran it (a test checks it), or -1 if a thread could not
  * allocate its scratch rows. */
 int ssan_sampled_forward(const float *logits, const float *policy, const float *noise,
-                         const uint8_t *pad, int64_t rows_per_pad_row, int64_t S, int64_t rows,
-                         int n_threads, uint64_t key, float tau, float cap, float *out,
+                         const uint8_t *pad, int64_t rows_per_pad_row, int64_t pad_inner,
+                         int64_t S, int64_t rows, int n_threads, uint64_t key, float tau,
+                         float cap, float *out,
                          float *weight, uint8_t *chosen, float *slope, float *entropy) {
     int failed = 0, ran = 1;
 #pragma omp parallel num_threads(n_threads) if (n_threads > 1) reduction(| : failed) \
@@ -315,9 +321,9 @@ int ssan_sampled_forward(const float *logits, const float *policy, const float *
     {
         int64_t begin, end;
         ran = thread_rows(rows, &begin, &end);
-        failed |= ssan_sampled_forward_rows(logits, policy, noise, pad, rows_per_pad_row, S,
-                                            begin, end, key, tau, cap, out, weight, chosen, slope,
-                                            entropy);
+        failed |= ssan_sampled_forward_rows(logits, policy, noise, pad, rows_per_pad_row,
+                                            pad_inner, S, begin, end, key, tau, cap, out, weight,
+                                            chosen, slope, entropy);
     }
     return failed ? -1 : ran;
 }

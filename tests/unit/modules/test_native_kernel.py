@@ -80,6 +80,51 @@ def test_native_through_the_public_function_and_without_pads():
         assert torch.equal(a[1], b[1])
 
 
+@pytest.mark.parametrize("shape", [(3, 2, 6, 6), (2, 3, 17, 17), (2, 2, 5, 40)])
+@pytest.mark.parametrize("select_grad", [True, False])
+def test_native_takes_the_decoder_sites_mask_of_pads_and_future(shape, select_grad):
+    """A (B, 1, T, S) mask (each query's own hidden keys: pads and its future) reaches every row
+    of every head as the torch Function reads it: values, sample, gradients and row entropies;
+    a (1, 1, T, S) future alone is broadcast over sentences; rows of odd length included."""
+    logits, policy, noise, pad, g = case(9, shape)
+    bsz, heads, tgt, src = shape
+    future = (torch.arange(src).view(1, -1) > torch.arange(tgt).view(-1, 1) + src - tgt)
+    hidden = pad.view(bsz, 1, 1, src) | future.view(1, 1, tgt, src)
+    logits = logits.masked_fill(future.view(1, 1, tgt, src), float("-inf"))
+    upstream, rate_w = torch.randn(shape, generator=g), torch.randn(shape, generator=g)
+    for mask in (hidden, future.view(1, 1, tgt, src)):
+        args = (logits, policy, noise, mask, 0.5, select_grad, 0.0, upstream, rate_w)
+        expected = run(lambda *a: _SampledSelectiveSoftmax.apply(
+            a[0], a[1], a[2].clone(), a[3], *a[4:]), *args)
+        got = run(native.NativeSampledSelectiveSoftmax.apply, *args)
+        assert torch.equal(got[1], expected[1])
+        for a, b in zip(got[:1] + got[2:], expected[:1] + expected[2:]):
+            torch.testing.assert_close(a, b, rtol=2e-5, atol=1e-6)
+        assert got[0].masked_select(mask.expand(shape)).abs().sum() == 0  # hidden keys get nothing
+        assert got[1].masked_select(mask.expand(shape)).float().abs().sum() == 0
+        _, _, rows = native.NativeSampledSelectiveSoftmax.apply(
+            logits, policy, None, mask, 0.5, False, 0.0, True)
+        q = torch.sigmoid(-policy.double().abs())
+        h = -(torch.xlogy(q, q) + (1 - q) * torch.log1p(-q))
+        torch.testing.assert_close(rows.double(), (h * ~mask).sum(-1), rtol=1e-5, atol=1e-30)
+    # the public function runs the kernel asked for with the decoder site's mask too (its own
+    # noise draws, which torch's operations would not repeat)
+    torch.manual_seed(4)
+    a = sampled_selective_softmax(logits, policy, 0.5, hidden, kernel="native")
+    torch.manual_seed(4)
+    b = native.NativeSampledSelectiveSoftmax.apply(logits, policy, None, hidden, 0.5, True, 10.0)
+    assert torch.equal(a[1], b[1]) and torch.equal(a[0], b[0])
+
+
+def test_native_refuses_a_mask_it_cannot_read():
+    logits, policy, noise, _, _ = case(3, (2, 2, 4, 5))
+    for bad in (torch.zeros(2, 4, dtype=torch.bool), torch.zeros(2, 2, 4, 5, dtype=torch.bool),
+                torch.zeros(3, 1, 4, 5, dtype=torch.bool), torch.zeros(2, 1, 3, 5, dtype=torch.bool),
+                torch.zeros(2, 5, 1, dtype=torch.bool)):
+        with pytest.raises(ValueError, match=r"is \(B, S\) or broadcastable to \(B, 1, T, S\)"):
+            native.NativeSampledSelectiveSoftmax.apply(logits, policy, noise, bad, 0.5, True, 0.0)
+
+
 def test_native_noise_has_the_logistic_distribution():
     """Drawn in C: P(A = 1) = P(E_p + L > 0) = sigmoid(E_p) at several E_p, within 5 sigma."""
     torch.manual_seed(0)
@@ -267,7 +312,7 @@ def test_the_kernel_runs_on_torchs_thread_count():
             n_threads = native._threads_for(logits.numel())
             assert n_threads == n
             ran = lib.ssan_sampled_forward(
-                logits.data_ptr(), logits.data_ptr(), None, None, 4 * 64, 64, 4 * 4 * 64,
+                logits.data_ptr(), logits.data_ptr(), None, None, 4 * 64, 1, 64, 4 * 4 * 64,
                 n_threads, 1, 0.5, 10.0, out.data_ptr(), weight.data_ptr(), chosen.data_ptr(),
                 None, None)
             assert ran == n

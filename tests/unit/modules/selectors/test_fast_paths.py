@@ -11,7 +11,7 @@ from helpers.selectors import C, H, build, call, inputs
 from ssan_plugin.modules import native
 from ssan_plugin.modules.selection import logistic_noise_like
 from ssan_plugin.modules.selectors import SELECTORS, Selector
-from ssan_plugin.modules.selectors.base import selection_record
+from ssan_plugin.modules.selectors.base import SiteContext, selection_record
 
 TRAINING = [(name, path) for name, cls in SELECTORS.items() for path in cls.fast_paths]
 MASKED = [name for name, cls in SELECTORS.items()
@@ -25,17 +25,18 @@ def test_the_registry_has_fast_paths_to_check():
     assert "gumbel" in MASKED and "fixed_mask" in MASKED
 
 
-def run(selector, path, logits, pad, query, noise, rate_gradient):
+def run(selector, path, logits, pad, query, noise, rate_gradient, site=None):
     """(Selection, record, gradients) of one training forward by ``path`` (None: the
-    reference); the loss weighs the weights, the rate and the entropy terms."""
+    reference) at ``site`` (None: encoder self-attention); the loss weighs the weights, the
+    rate and the entropy terms."""
     logits = logits.detach().clone().requires_grad_()
     query = query.detach().clone().requires_grad_()
     selector.zero_grad()
     if path is None:
-        selection = selector.reference(logits, pad, query, rate_gradient, noise=noise)
+        selection = selector.reference(logits, pad, query, rate_gradient, noise=noise, site=site)
     else:
         selection = selector.fast_path(path, logits, pad, query, rate_gradient, noise=noise,
-                                       row_entropy=not rate_gradient)
+                                       row_entropy=not rate_gradient, site=site)
     record = selection_record(selection, pad, tuple(logits.shape), rate_gradient, rate_gradient,
                               keep_selection=True)
     g = torch.Generator().manual_seed(7)
@@ -48,18 +49,29 @@ def run(selector, path, logits, pad, query, noise, rate_gradient):
     return selection, record, grads
 
 
+@pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("rate_gradient", [True, False])
 @pytest.mark.parametrize("name,path", TRAINING)
-def test_training_fast_path_is_the_reference(name, path, rate_gradient):
+def test_training_fast_path_is_the_reference(name, path, rate_gradient, causal):
+    """``causal``: the decoder site's mask, (B, 1, T, T) pads or each query's future, with the
+    future's logits -inf as fairseq's attn_mask makes them (left pads: a sentence's first
+    queries see pads alone, empty rows)."""
     if path == "native" and not native.available():
         pytest.skip("the native kernel does not build here (no C compiler)")
     selector = build(name, double=False).selector.train()
     x, pad = inputs(seed=3, dtype=torch.float32, left_pad=True)
     g = torch.Generator().manual_seed(5)
     logits = torch.randn(x.size(1), H, x.size(0), x.size(0), generator=g) * 2
+    site = None
+    if causal:
+        future = torch.ones(x.size(0), x.size(0), dtype=torch.bool).triu(1).view(1, 1, *logits.shape[2:])
+        pad = pad.view(pad.size(0), 1, 1, -1) | future
+        logits = logits.masked_fill(future, float("-inf"))
+        positions = torch.arange(x.size(0)).unsqueeze(0)
+        site = SiteContext("decoder", x, positions, positions)
     noise = logistic_noise_like(logits)
-    ref, ref_record, ref_grads = run(selector, None, logits, pad, x, noise, rate_gradient)
-    fast, record, grads = run(selector, path, logits, pad, x, noise, rate_gradient)
+    ref, ref_record, ref_grads = run(selector, None, logits, pad, x, noise, rate_gradient, site)
+    fast, record, grads = run(selector, path, logits, pad, x, noise, rate_gradient, site)
 
     torch.testing.assert_close(fast.probs, ref.probs, rtol=1e-5, atol=1e-6)
     assert torch.equal(record.selection, ref_record.selection)  # the same sample, exactly

@@ -402,9 +402,10 @@ def cross_alone_of(plan, name: str) -> System:
     source = plan.systems[name]
     where = f"system {source.name!r}"
     values, rest = _flag_values(source.flags, where)
-    if _family(source.arch) is None:
+    found = _family(source.arch)
+    if found is None:
         raise ResultsError(f"{where} ({source.arch}) does not select: no cross site alone")
-    family, shape = _family(source.arch)
+    family, shape = found
     layers = values.get("--ssan-layers", values.get("--selector-layers", "all"))
     if layers != "all":
         raise ResultsError(f"{where} selects in encoder layers {layers} only: its selector has "

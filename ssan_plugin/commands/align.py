@@ -18,7 +18,9 @@ and of the held-apart choice) and, with ``--links``, the rule's links, one sente
 ``--eflomal-train PREFIX`` (instead of ``--data`` / ``--checkpoint``): the statistical peer,
 eflomal trained on ``PREFIX.A`` / ``PREFIX.B`` (raw parallel text, Moses-tokenised here) plus the
 bitext, scored the same way, forward, reverse, intersection and union
-(ssan_plugin/translation/eflomal_peer.py).
+(ssan_plugin/translation/eflomal_peer.py). Its report also says how the training text writes the
+bitext's words (``gold_words``: tokens never seen there, and tokens it writes mostly with other
+diacritics), which is how a model trained on that text reads them.
 """
 
 import json
@@ -81,7 +83,8 @@ def main(argv=None) -> int:
                                                  forced_alignments, held_apart_choice)
     from ssan_plugin.analysis.inputs import AnalysisInput
     from ssan_plugin.translation.alignment import (COUNTS, check_links, format_links, read_bitext,
-                                                   read_gold, scores_of_counts, sentence_counts)
+                                                   read_gold, scores_of_counts, sentence_counts,
+                                                   unmarked_romanian)
 
     pairs = read_bitext(args.bitext)
     gold = read_gold(args.gold) if args.gold else None
@@ -101,6 +104,12 @@ def main(argv=None) -> int:
     else:
         raise PipelineError(f"the model translates {src}-{tgt}, the bitext is {side_a}-{side_b} "
                             f"(--langs)")
+    # the bitext's side each of the model's languages reads (0: A, 1: B)
+    for config, side in ((model.pipeline.src, int(flipped)), (model.pipeline.tgt, int(not flipped))):
+        warning = unmarked_romanian(config.lang, not config.romanian_remove_diacritics,
+                                    [pair[side] for pair in pairs])
+        if warning:
+            print(f"ssan-align: warning: {warning}", file=sys.stderr)
     ordered = [(b, a) if flipped else (a, b) for a, b in pairs]
     result = forced_alignments(model, ordered, args.map,
                                progress=lambda it: tqdm(it, desc="forced decoding", file=sys.stderr))
@@ -164,7 +173,7 @@ def peer(args, pairs, gold, side_a: str, side_b: str) -> int:
     deviation over ``--eflomal-runs``), in --out's layout (directions instead of layers)."""
     from tqdm import tqdm
 
-    from ssan_plugin.translation.alignment import alignment_scores, format_links
+    from ssan_plugin.translation.alignment import alignment_scores, format_links, gold_word_coverage
     from ssan_plugin.translation.eflomal_peer import DIRECTIONS, eflomal_links, tokenised_corpus
 
     import statistics
@@ -187,9 +196,15 @@ def peer(args, pairs, gold, side_a: str, side_b: str) -> int:
                   f"{len(runs)} runs), precision {100 * entry['precision']:.1f}, recall "
                   f"{100 * entry['recall']:.1f}")
         directions.append(entry)
+    # how the training text writes the bitext's words (a model trained on it reads them so)
+    coverage = {lang: gold_word_coverage([pair[side] for pair in pairs], (c[side] for c in corpus))
+                for side, lang in enumerate((side_a, side_b))}
+    for lang, entry in coverage.items():
+        print(f"{lang} words of --bitext: {entry['tokens']}; never in the training text "
+              f"{entry['unseen']}; written there mostly with other diacritics {entry['other_marks']}")
     report = {"peer": "eflomal", "runs": len(runs), "train": args.eflomal_train, "train_pairs": len(corpus),
               "bitext": args.bitext, "gold": args.gold, "langs": f"{side_a}-{side_b}",
-              "sentences": len(pairs), "directions": directions}
+              "sentences": len(pairs), "gold_words": coverage, "directions": directions}
     Path(args.out).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     if args.links:
         Path(args.links).write_text("".join(line + "\n" for line in directions[0]["links"]),

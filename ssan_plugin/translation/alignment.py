@@ -1,5 +1,6 @@
-"""Word alignments: reading gold links, scoring predicted ones (precision, recall, AER), and
-mapping links between sentencepiece pieces back to the words they spell.
+"""Word alignments: reading gold links, scoring predicted ones (precision, recall, AER),
+mapping links between sentencepiece pieces back to the words they spell, and how a training text
+writes a gold set's words (diacritics).
 
 Conventions: a link is ``(i, j)``, 0-based, i a source token and j a target token. Files hold
 one sentence a line with links written 1-based as ``i-j`` (a sure link) or ``i?j`` / ``ipj`` (a
@@ -11,8 +12,10 @@ precision = |A & P| / |A|, recall = |A & S| / |S|, AER = 1 - (|A & S| + |A & P|)
 """
 
 import re
+import unicodedata
+from collections import Counter
 from dataclasses import dataclass
-from typing import FrozenSet, Iterable, List, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Sequence, Set, Tuple
 
 from .textio import PipelineError, read_lines
 
@@ -93,6 +96,53 @@ def check_links(links: Iterable[Link], source_len: int, target_len: int, where: 
         if not (0 <= i < source_len and 0 <= j < target_len):
             raise PipelineError(f"{where}: link {i + 1}-{j + 1} outside a sentence of "
                                 f"{source_len} source and {target_len} target tokens")
+
+
+def without_marks(word: str) -> str:
+    """``word`` with its combining marks (diacritics) removed: "în" -> "in", "ţară" -> "tara"."""
+    return "".join(c for c in unicodedata.normalize("NFD", word) if unicodedata.category(c) != "Mn")
+
+
+def gold_word_coverage(gold: Sequence[Sequence[str]], training: Iterable[str],
+                       examples: int = 5) -> Dict[str, object]:
+    """How the training text writes the words of one side of a gold set (tokenised sentences)
+    it never trained on as they are written there; ``training`` is tokenised lines of the same
+    side. Counts over the gold's tokens (running words):
+
+    - ``tokens``: all of them;
+    - ``unseen``: those whose exact form never occurs in ``training``;
+    - ``other_marks``: those that ``training`` writes mostly (more than half of the occurrences
+      of the word without its diacritics) with other diacritics, e.g. a gold "si" where the
+      training text writes "și"; ``other_marks_examples``: the commonest such words, with counts.
+    """
+    exact: Counter = Counter()
+    for line in training:
+        exact.update(line.split())
+    plain: Counter = Counter()
+    for word, count in exact.items():
+        plain[without_marks(word)] += count
+    words = [word for sentence in gold for word in sentence]
+    other = Counter(word for word in words
+                    if 2 * exact[word] < plain[without_marks(word)])
+    return {"tokens": len(words), "unseen": sum(1 for word in words if word not in exact),
+            "other_marks": sum(other.values()),
+            "other_marks_examples": [[word, count] for word, count in other.most_common(examples)]}
+
+
+def unmarked_romanian(lang: str, keeps_diacritics: bool, sentences: Sequence[Sequence[str]],
+                      least: int = 20) -> str:
+    """A warning (else "") when one side of a gold set is Romanian written without a single
+    diacritic in at least ``least`` words while the model's text pipeline for it keeps them
+    (prepared without ``--romanian-remove-diacritics``): such a model reads "si", "in", "ca"
+    where its training text wrote "și", "în", "că" (the WPT Ro-En gold is written so)."""
+    words = [word for sentence in sentences for word in sentence]
+    if lang != "ro" or not keeps_diacritics or len(words) < least or \
+            any(without_marks(word) != word for word in words):
+        return ""
+    return (f"the bitext's {lang} side has no diacritics in its {len(words)} words, but the model's "
+            f"{lang} text keeps them (prepared without --romanian-remove-diacritics): words such as "
+            f"'si' or 'in' reach it in a form its training text rarely wrote; to align against such "
+            f"a gold, prepare the data with --romanian-remove-diacritics")
 
 
 #: a sentence's counts, in this order: |A|, |S|, |P|, |A & S|, |A & P|

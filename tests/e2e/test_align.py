@@ -22,7 +22,8 @@ from ssan_plugin.analysis.alignments import (cross_attention_maps, forced_alignm
                                              piece_links)
 from ssan_plugin.analysis.inputs import AnalysisInput
 from ssan_plugin.commands import align, show_selection
-from ssan_plugin.translation.alignment import alignment_scores, parse_links, read_gold
+from ssan_plugin.translation.alignment import (alignment_scores, parse_links, read_bitext, read_gold,
+                                               without_marks)
 
 TRAIN = ["--decoder-layers", "2", "--encoder-layers", "2"]
 
@@ -128,6 +129,25 @@ def test_the_command_reports_every_layer_and_scores_its_own_links(models, tmp_pa
                [parse_links(line, "x")[0] for line in a["links"]]
 
 
+def test_a_romanian_side_without_diacritics_is_named_for_a_model_that_keeps_them(models, tmp_path, capsys):
+    """The fixture's data keeps Romanian diacritics: a bitext whose Romanian is written without
+    any (as the WPT gold is) is aligned all the same, with a warning naming the preparation flag;
+    written with them, or either way round, it says so only for the Romanian side."""
+    data, plain, _, bitext, _, _ = models
+    pairs = [line.split(" ||| ") for line in bitext.read_text("utf-8").splitlines()] * 3
+    for name, strip, warned in (("test.en-ro", True, True), ("test.ro-en", True, True),
+                                ("kept.en-ro", False, False)):
+        path = tmp_path / name
+        rows = [(a, without_marks(b) if strip else b) for a, b in pairs]
+        path.write_text("".join((f"{b} ||| {a}\n" if name.endswith("ro-en") else f"{a} ||| {b}\n")
+                                for a, b in rows), "utf-8")
+        assert align.main(["--data", str(data), "--checkpoint", str(plain), "--bitext", str(path),
+                           "--langs", name.split(".")[-1], "--out", str(tmp_path / f"{name}.json")]) == 0
+        err = capsys.readouterr().err
+        assert ("warning: the bitext's ro side has no diacritics in its 48 words" in err) == warned, err
+        assert ("--romanian-remove-diacritics" in err) == warned
+
+
 def test_selection_map_links_what_most_heads_select(models):
     data, _, selective, bitext, *_ = models
     inp = AnalysisInput(data, selective)
@@ -207,7 +227,16 @@ def test_the_eflomal_peer_is_scored_in_the_same_layout(models, tmp_path, capsys)
         predicted = [parse_links(line, "json")[0] for line in entry["links"]]  # the first run's
         assert entry["aer_runs"][0] == pytest.approx(alignment_scores(predicted, reference).aer)
         assert entry["aer"] == pytest.approx(sum(entry["aer_runs"]) / 3)
-    assert "eflomal forward: AER" in capsys.readouterr().out
+    # the bitext's words against the training text, per side, counted over the bitext's tokens
+    words = read_bitext(bitext)
+    side_a, side_b = bitext.suffix[1:].split("-")
+    assert list(report["gold_words"]) == [side_a, side_b]
+    for side, lang in enumerate((side_a, side_b)):
+        entry = report["gold_words"][lang]
+        assert entry["tokens"] == sum(len(pair[side]) for pair in words)
+        assert 0 <= entry["unseen"] <= entry["tokens"] and 0 <= entry["other_marks"] <= entry["tokens"]
+    printed = capsys.readouterr().out
+    assert "eflomal forward: AER" in printed and f"{side_a} words of --bitext: " in printed
     # a model and the peer at once, or neither: refused by argparse (exit 2)
     for argv in (["--eflomal-train", "x", "--data", str(data)], []):
         with pytest.raises(SystemExit) as info:

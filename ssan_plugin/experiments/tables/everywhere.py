@@ -10,6 +10,8 @@ and the rule that carries systems to En-Ro, the cost) plus two of its own:
   runs' archived ``alignment.MAP.json`` (``ssan-align``: the rule fixed in advance, and the
   held-apart choice of reading and layer), mean ± sd over seeds, with the statistical peer
   (eflomal, mean ± sd over its runs) beside;
+- :func:`gold_words_table`: per side of the gold set, how the training text writes its words
+  (the peer's ``gold_words``: never seen there, written there mostly with other diacritics);
 - :func:`alignment_rows` / :func:`alignment_verdict_table`: per system and map, its AER against
   the baseline's attention weights with the seed-level test (paired by seed, on the per-sentence
   link counts each archive keeps), Holm over the table, for the rule fixed in advance and the
@@ -151,6 +153,26 @@ def alignment_table(plan, study: str, pair: str, peer: Optional[Path] = None,
                        + " | — | — | — | — |")
     if len(out) == 2:
         return "No alignment archived yet."
+    return "\n".join(out)
+
+
+def gold_words_table(peer: Path) -> str:
+    """Markdown, one row per side of the peer's gold set (``ssan-align --eflomal-train``'s
+    ``gold_words``): its tokens, the share never seen as written in the training text, and the
+    share the training text writes mostly with other diacritics (with its commonest words)."""
+    if not Path(peer).is_file():
+        return "No peer archived yet."
+    record = archive_json(peer)
+    out = ["| side | gold tokens | never in the training text as written | written there mostly "
+           "with other diacritics | commonest of those |", "|---|---|---|---|---|"]
+    for lang in archived_value(peer, "gold_words", number=False, data=record):
+        tokens, unseen, other = (int(archived_value(peer, "gold_words", lang, key, data=record))
+                                 for key in ("tokens", "unseen", "other_marks"))
+        examples = archived_value(peer, "gold_words", lang, "other_marks_examples", number=False,
+                                  data=record)
+        share = (lambda n: f"{n} ({100 * n / tokens:.1f} %)") if tokens else str
+        out.append(f"| {lang} | {tokens} | {share(unseen)} | {share(other)} | "
+                   + (", ".join(f"{word} ×{count}" for word, count in examples) or "—") + " |")
     return "\n".join(out)
 
 

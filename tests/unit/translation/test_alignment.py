@@ -1,13 +1,15 @@
 """ssan_plugin/translation/alignment.py: the gold reader (sure and possible links, 1-based in the
 file), precision / recall / AER against the formulas counted by hand, pieces mapped to words,
-bad lines named, and the shared WPT Romanian-English gold read whole."""
+bad lines named, the gold's words against a training text counted by hand, and the shared WPT
+Romanian-English gold read whole."""
 
 import pytest
 
 from conftest import require_shared
 from ssan_plugin.translation.alignment import (GoldAlignment, alignment_scores, check_links,
-                                               parse_links, piece_words, read_bitext, read_gold,
-                                               word_links)
+                                               gold_word_coverage, parse_links, piece_words,
+                                               read_bitext, read_gold, unmarked_romanian,
+                                               without_marks, word_links)
 from ssan_plugin.translation.textio import PipelineError
 
 
@@ -86,3 +88,52 @@ def test_the_shared_romanian_english_gold():
     for number, (g, (source, target)) in enumerate(zip(reference, pairs), 1):
         check_links(g.sure, len(source), len(target), f"line {number}")
     assert alignment_scores([g.sure for g in reference], reference).aer == 0.0
+
+
+def test_diacritics_are_removed_whatever_their_form():
+    assert without_marks("în") == "in" and without_marks("Ştiinţă") == "Stiinta"
+    assert without_marks("ţară") == without_marks("țară") == "tara"  # cedilla and comma below
+    assert without_marks("über") == "uber" and without_marks("casa") == "casa"
+
+
+def test_the_gold_words_are_counted_against_the_training_text_by_hand():
+    training = ["și în casa", "și nu", "si da", "în oraș"]
+    gold = [["si", "in", "casa"], ["oras", "si", "zebra"], ["ţară"]]
+    coverage = gold_word_coverage(gold, iter(training))
+    # unseen as written: in, oras, zebra, ţară (the training text has și, în, oraș and no ţară)
+    # mostly other diacritics: si (1 of 3 written so) twice, in (0 of 2), oras (0 of 1);
+    # not casa (1 of 1), not zebra (never there in any form), not ţară (never there)
+    assert coverage == {"tokens": 7, "unseen": 4, "other_marks": 4,
+                        "other_marks_examples": [["si", 2], ["in", 1], ["oras", 1]]}
+    # the other way round: a gold written with diacritics the training text leaves out
+    assert gold_word_coverage([["ţară", "și"]], ["tara tara țară", "si și"])["other_marks"] == 1
+    assert gold_word_coverage([], training) == {"tokens": 0, "unseen": 0, "other_marks": 0,
+                                                "other_marks_examples": []}
+
+
+def test_the_shared_romanian_gold_has_no_diacritics_the_training_text_has():
+    """The WPT Ro-En gold writes Romanian without diacritics; the shared En-Ro training text
+    (tokenised as preparation does) writes them, so a model trained on it reads many of the
+    gold's Romanian words in a form it rarely saw. English is untouched by this."""
+    from ssan_plugin.translation.eflomal_peer import tokenised_corpus
+
+    folder = require_shared("align/ro-en")
+    train = require_shared("mt/en-ro") / "train"
+    pairs = read_bitext(folder / "test.ro-en")
+    corpus = tokenised_corpus(str(train), "ro", "en")
+    romanian = gold_word_coverage([ro for ro, _ in pairs], (ro for ro, _ in corpus))
+    english = gold_word_coverage([en for _, en in pairs], (en for _, en in corpus))
+    assert not any(without_marks(w) != w for ro, _ in pairs for w in ro)
+    assert romanian["other_marks"] > 0.1 * romanian["tokens"]
+    assert english["other_marks"] < 0.005 * english["tokens"]
+    assert [w for w, _ in romanian["other_marks_examples"][:2]] == ["si", "in"]
+
+
+def test_romanian_without_any_diacritic_is_named_only_where_the_model_keeps_them():
+    bare = [["si", "in", "casa", "e", "verde"]] * 4  # 20 words, not one mark
+    assert "no diacritics in its 20 words" in unmarked_romanian("ro", True, bare)
+    assert "--romanian-remove-diacritics" in unmarked_romanian("ro", True, bare)
+    assert unmarked_romanian("ro", False, bare) == ""  # the model's text has none either
+    assert unmarked_romanian("en", True, bare) == ""  # only Romanian is checked
+    assert unmarked_romanian("ro", True, bare[:3]) == ""  # too few words to tell
+    assert unmarked_romanian("ro", True, bare + [["și"]]) == ""  # one mark: written with them

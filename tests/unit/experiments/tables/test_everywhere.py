@@ -3,8 +3,8 @@ its layers' valid_sel at the best validation, then over seeds; the alignment tab
 rule's layer of each run's alignment.MAP.json and the peer's runs; the alignment verdicts test
 each system and map against the baseline's weights by seed on the archived per-sentence counts
 (AER recomputed by hand, lower is better, interim until the planned seeds); the cost goal table
-reads each selector and site's ratios and names what misses the goal; damaged archives are one
-line. En-Ro runs, besides the rule's two choices, every pre-norm selector at the cross site alone,
+reads each selector and site's ratios and names what misses the goal; the gold-words table gives
+each side's counts and shares as the peer archived them; damaged archives are one line. En-Ro runs, besides the rule's two choices, every pre-norm selector at the cross site alone,
 derived from its plan entry exactly as the cost bench's hand-written cross-site systems are."""
 
 import json
@@ -17,7 +17,7 @@ from ssan_plugin.experiments.tables.blocks import ResultsError
 from conftest import ROOT
 from ssan_plugin.experiments.tables.everywhere import (alignment_rows, alignment_table,
                                                        alignment_verdict_table, cross_alone_of,
-                                                       cross_alone_systems,
+                                                       cross_alone_systems, gold_words_table,
                                                        site_cost_goal_table, site_of, site_rates,
                                                        site_rates_table)
 from ssan_plugin.experiments.tables.selectors import check_carried_forward, system_entry
@@ -320,3 +320,18 @@ def test_the_next_pair_must_run_every_cross_site_system_exactly_and_the_rules_ch
             check(plan_with(["c_all", "b_all", *cross], {**cross, "entmax_cross": wrong}))
     with pytest.raises(ResultsError, match="it must run c_all, b_all, topk_cross"):
         check(plan_with(["c_all", "a_all", *cross], cross))
+
+
+def test_the_gold_words_table_reads_the_peers_counts(tmp_path):
+    peer = tmp_path / "eflomal.json"
+    assert gold_words_table(peer) == "No peer archived yet."
+    peer.write_text(json.dumps({"gold_words": {
+        "ro": {"tokens": 200, "unseen": 50, "other_marks": 33,
+               "other_marks_examples": [["si", 20], ["in", 13]]},
+        "en": {"tokens": 180, "unseen": 9, "other_marks": 0, "other_marks_examples": []}}}))
+    assert gold_words_table(peer).splitlines()[2:] == [
+        "| ro | 200 | 50 (25.0 %) | 33 (16.5 %) | si ×20, in ×13 |",
+        "| en | 180 | 9 (5.0 %) | 0 (0.0 %) | — |"]
+    peer.write_text(json.dumps({"gold_words": {"ro": {"tokens": 200, "unseen": 50}}}))
+    with pytest.raises(ResultsError, match="key 'gold_words.ro.other_marks' is missing"):
+        gold_words_table(peer)

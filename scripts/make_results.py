@@ -309,7 +309,8 @@ def everywhere_blocks(root: Path):
     """Selection at every attention (examples/everywhere/experiments.json): pre-norm En-De
     verdicts against the borrowed baseline (SSAN in the encoder borrowed too), the development
     losses and the rule, fixed before any run, that carries two systems to post-norm En-Ro
-    (study postnorm), each site's evaluation selection rate, the cost per site
+    (study postnorm) with its own verdicts, power and rates, each site's evaluation selection
+    rate, the cost per site
     (examples/everywhere/bench/*.json, benchmarks/bench_ssan.py --plan
     examples/everywhere/bench_plan.json), and the En-Ro runs' AER on the WPT Ro-En gold beside
     eflomal's (examples/everywhere/alignment/eflomal.ro-en.json)."""
@@ -317,7 +318,7 @@ def everywhere_blocks(root: Path):
     from ssan_plugin.experiments.tables.bench import PROCESS_MEASURES, steps_table
     from ssan_plugin.experiments.tables.everywhere import (alignment_rows, alignment_table,
                                                            alignment_verdict_table,
-                                                           cross_alone_systems,
+                                                           cross_alone_systems, gold_words_table,
                                                            site_cost_goal_table, site_rates_table)
     from ssan_plugin.experiments.tables.selectors import (check_carried_forward, cost_table,
                                                           development_table, selector_power_table,
@@ -337,8 +338,12 @@ def everywhere_blocks(root: Path):
             "everywhere-rates": site_rates_table(plan, "prenorm", "en-de"),
             "everywhere-development": development_table(plan, "prenorm", "en-de", (), 2),
             "everywhere-en-ro-verdicts": verdict_table(en_ro),
+            "everywhere-en-ro-power": selector_power_table(en_ro),
+            "everywhere-en-ro-rates": site_rates_table(plan, "postnorm", "en-ro"),
             "everywhere-alignment": alignment_table(plan, "postnorm", "en-ro",
                                                     peer=where / "alignment" / "eflomal.ro-en.json"),
+            "everywhere-alignment-gold-words": gold_words_table(
+                where / "alignment" / "eflomal.ro-en.json"),
             "everywhere-alignment-verdicts": alignment_verdict_table(
                 alignment_rows(plan, "postnorm", "en-ro")),
             "everywhere-cost": cost_table(bench, bench_plan.studies[0].systems, PROCESS_MEASURES,

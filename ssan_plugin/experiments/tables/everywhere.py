@@ -1,6 +1,6 @@
 """Tables of selection at every attention (``examples/everywhere``): the selector head-to-head's
 tables (:mod:`.selectors`: verdicts with the seed-level test and Holm, the development losses
-and the rule that carries systems to En-Ro, the cost) plus two of its own:
+and the rule that carries systems to En-Ro, the cost) plus its own:
 
 - :func:`site_rates_table`: per system, the evaluation selection rate of each site (encoder,
   decoder self-attention, cross attention): the mean over the site's layers of ``valid_sel_L``

@@ -105,9 +105,9 @@ def without_marks(word: str) -> str:
 
 def gold_word_coverage(gold: Sequence[Sequence[str]], training: Iterable[str],
                        examples: int = 5) -> Dict[str, object]:
-    """How the training text writes the words of one side of a gold set (tokenised sentences)
-    it never trained on as they are written there; ``training`` is tokenised lines of the same
-    side. Counts over the gold's tokens (running words):
+    """How ``training`` (tokenised lines of one language) writes the words of that language's
+    side of a gold set (``gold``: tokenised sentences). Counts over the gold's tokens (running
+    words):
 
     - ``tokens``: all of them;
     - ``unseen``: those whose exact form never occurs in ``training``;

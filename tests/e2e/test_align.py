@@ -131,12 +131,13 @@ def test_the_command_reports_every_layer_and_scores_its_own_links(models, tmp_pa
 
 def test_a_romanian_side_without_diacritics_is_named_for_a_model_that_keeps_them(models, tmp_path, capsys):
     """The fixture's data keeps Romanian diacritics: a bitext whose Romanian is written without
-    any (as the WPT gold is) is aligned all the same, with a warning naming the preparation flag;
-    written with them, or either way round, it says so only for the Romanian side."""
+    any (as the WPT gold is) is aligned all the same, with a warning naming the preparation flag,
+    whichever way round the bitext is written; written with them, it is not warned about."""
     data, plain, _, bitext, _, _ = models
     pairs = [line.split(" ||| ") for line in bitext.read_text("utf-8").splitlines()] * 3
+    # (the kept cases also catch the sides mixed up: the English side has no diacritics either)
     for name, strip, warned in (("test.en-ro", True, True), ("test.ro-en", True, True),
-                                ("kept.en-ro", False, False)):
+                                ("kept.en-ro", False, False), ("kept.ro-en", False, False)):
         path = tmp_path / name
         rows = [(a, without_marks(b) if strip else b) for a, b in pairs]
         path.write_text("".join((f"{b} ||| {a}\n" if name.endswith("ro-en") else f"{a} ||| {b}\n")

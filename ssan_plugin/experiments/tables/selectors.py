@@ -488,12 +488,14 @@ def learnt_table(plan, study: str, pair: str) -> str:
 
 
 def selector_power_table(rows: Sequence[SelectorRow]) -> str:
-    """``verdicts.power_table`` of a verdict table's comparisons, Holm's family the table's
-    comparisons, with the power of each comparison's own seeds; none yet: a line saying so."""
+    """``verdicts.power_table`` of a verdict table's comparisons, with the power of each
+    comparison's own seeds; none yet: a line saying so. Holm's family is every planned
+    comparison (each system of ``rows`` but the first, the baseline), whether its seeds are in
+    or not, so that power read while seeds come in is read at the level the verdicts will need."""
     comparisons = [r.comparison for r in rows if r.comparison is not None]
     if not comparisons:
         return "No comparison yet (two seeds a side are needed)."
-    return power_table(comparisons, family=len(comparisons), with_power=True)
+    return power_table(comparisons, family=len(rows) - 1, with_power=True)
 
 
 def selector_spread_table(rows: Sequence[SelectorRow]) -> str:

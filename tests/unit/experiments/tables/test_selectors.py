@@ -20,6 +20,7 @@ from ssan_plugin.experiments.tables.selectors import (
     pooled_rates,
     selection_table,
     selector_blocks,
+    selector_power_table,
     selector_rows,
     verdict_table,
 )
@@ -178,6 +179,13 @@ def test_the_verdict_table_from_borrowed_and_own_runs(archive, tmp_path):
     assert gate[1] == "2" and gate[2] == f"{runs[('gate', 2)]['bleu']:.2f}"
     assert gate[4] == "— (fewer than two seeds a side)"
     assert gate[10] == f"{runs[('gate', 2)]['sel']:.3f}"
+
+    # power is planned at the level the finished table will need: Holm over the three planned
+    # comparisons (gumbel, topk, gate), though gate has no comparison yet
+    power = selector_power_table(rows)
+    assert "0.05 / 3 = 0.0167 at Holm's first step" in power
+    assert [line.split(" | ")[1] for line in power.splitlines() if line.startswith("| ")][1:] == \
+        ["gumbel", "topk"]
 
 
 def set_best_loss(run_dir, loss):

@@ -12,8 +12,11 @@ per reading and decoder layer, the rule fixed in advance (predicted, penultimate
 first, and the held-apart choice (each half of the pairs aligned with the reading and layer
 best on the other half).
 
-Writes ``--out`` (JSON: the scores, per-sentence counts and links of every reading and layer,
-and of the held-apart choice) and, with ``--links``, the rule's links, one sentence a line.
+Writes ``--out`` (JSON: the scores and per-sentence counts of every reading and layer and of
+the held-apart choice; the links of the rule's entry and of the held-apart choice, or of every
+entry with ``--links-of all``) and, with ``--links``, the rule's links, one sentence a line.
+A cross selection that links most pairs makes every layer's links megabytes for a few hundred
+sentences; the counts are all that the scores and their significance tests need.
 
 ``--eflomal-train PREFIX`` (instead of ``--data`` / ``--checkpoint``): the statistical peer,
 eflomal trained on ``PREFIX.A`` / ``PREFIX.B`` (raw parallel text, Moses-tokenised here) plus the
@@ -62,7 +65,11 @@ def main(argv=None) -> int:
     parser.add_argument("--map", choices=("weights", "selection"), default="weights",
                         help="cross attention weights (any model) or cross selection "
                              "(--cross-selector models)")
-    parser.add_argument("--out", required=True, help="JSON of the scores and links of every layer")
+    parser.add_argument("--out", required=True, help="JSON of every layer's scores, with links")
+    parser.add_argument("--links-of", choices=("chosen", "all"), default="chosen",
+                        help="the links --out keeps: the rule's and the held-apart choice's "
+                             "(chosen) or every reading and layer's (all); scores and "
+                             "per-sentence counts are kept for every one")
     parser.add_argument("--links", help="the rule layer's links, one sentence a line")
     add_overwrite(parser)
     args = parser.parse_args(argv)
@@ -126,14 +133,22 @@ def main(argv=None) -> int:
                          sentence_counts=[list(c) for c in counts])
         return entry
 
-    readings = {reading: [scored({"layer": index, "links": [format_links(s) for s in per_sentence]},
-                                 per_sentence)
+    rule = (RULE_READING, result.rule_layer)
+
+    def entry_of(reading: str, index: int, per_sentence) -> dict:
+        entry = {"layer": index}
+        if args.links_of == "all" or (reading, index) == rule:
+            entry["links"] = [format_links(s) for s in per_sentence]
+        return scored(entry, per_sentence)
+
+    readings = {reading: [entry_of(reading, index, per_sentence)
                           for index, per_sentence in enumerate(links[reading])]
                 for reading in READINGS}
     report = {"checkpoint": args.checkpoint, "data": args.data, "bitext": args.bitext,
               "gold": args.gold, "langs": f"{side_a}-{side_b}", "model": f"{src}-{tgt}",
               "map": args.map, "rule": LAYER_RULE, "rule_reading": RULE_READING,
-              "rule_layer": result.rule_layer, "sentences": len(pairs), "readings": readings}
+              "rule_layer": result.rule_layer, "sentences": len(pairs), "links_of": args.links_of,
+              "readings": readings}
     if gold is not None:
         report["sentence_counts_are"] = list(COUNTS)
     held = None
@@ -148,18 +163,17 @@ def main(argv=None) -> int:
     rule_entry = readings[RULE_READING][result.rule_layer]
     if args.links:
         Path(args.links).write_text("".join(line + "\n" for line in rule_entry["links"]), encoding="utf-8")
-    order = [(RULE_READING, result.rule_layer)] + [
-        (reading, i) for reading in READINGS for i in range(len(readings[reading]))
-        if (reading, i) != (RULE_READING, result.rule_layer)]
+    order = [rule] + [(reading, i) for reading in READINGS for i in range(len(readings[reading]))
+                      if (reading, i) != rule]
     for reading, i in order:
         entry = readings[reading][i]
         tag = f"{reading}, layer {i}" + (f" (the rule: {LAYER_RULE})"
-                                         if (reading, i) == (RULE_READING, result.rule_layer) else "")
+                                         if (reading, i) == rule else "")
         if gold is not None:
             print(f"{tag}: AER {100 * entry['aer']:.1f}, precision {100 * entry['precision']:.1f}, "
                   f"recall {100 * entry['recall']:.1f} ({entry['predicted']} links)")
         else:
-            print(f"{tag}: {sum(len(line.split()) for line in entry['links'])} links")
+            print(f"{tag}: {sum(map(len, links[reading][i]))} links")
     if held is not None:
         entry = report["held_apart"]
         chosen = "; ".join(f"fold {c['fold']}: {c['reading']}, layer {c['layer']}" for c in entry["choices"])

@@ -48,7 +48,8 @@ it checks that its own prepared data equals the other runner's, file by file, wh
 Word alignments (plan key ``alignment``): after a run of an aligned pair is decoded,
 ``ssan-align`` scores its ``checkpoint_best.pt`` against the plan's gold links, with each map
 of ``Plan.alignment_maps``, archived as ``ARCHIVE/STUDY/PAIR/SYSTEM@SEED/alignment.MAP.json``
-(relative paths), once, as the selection statistics below.
+(relative paths; every reading and layer's scores and per-sentence counts, the links of the
+rule's entry and the held-apart choice), once, as the selection statistics below.
 
 Selection statistics (plan key ``selection``): after a run is decoded, the selection statistics
 of ``ssan-selection-stats`` (by word class and distance, on the CoNLL file's words) of its
@@ -425,7 +426,7 @@ class Runner:
             self._child([self.python, "-m", "ssan_plugin.commands.align", "--data", data,
                          "--checkpoint", checkpoint, "--bitext", self.plan.alignment.bitext,
                          "--gold", self.plan.alignment.gold, "--map", kind, "--out", raw,
-                         "--overwrite"], work / f"alignment.{kind}.log")
+                         "--links-of", "chosen", "--overwrite"], work / f"alignment.{kind}.log")
             if self.dry_run:
                 continue
             with open(raw, encoding="utf-8") as f:

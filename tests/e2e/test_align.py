@@ -73,8 +73,10 @@ def test_the_command_reports_every_layer_and_scores_its_own_links(models, tmp_pa
     out = tmp_path / "plain.json"
     links = tmp_path / "plain.links"
     assert align.main(["--data", str(data), "--checkpoint", str(plain), "--bitext", str(bitext),
-                       "--gold", str(gold), "--out", str(out), "--links", str(links)]) == 0
+                       "--gold", str(gold), "--out", str(out), "--links", str(links),
+                       "--links-of", "all"]) == 0
     report = json.loads(out.read_text())
+    assert report["links_of"] == "all"
     assert report["rule_layer"] == 0 and report["rule_reading"] == "predicted"
     assert report["langs"] == "en-ro" and report["model"] == "en-ro"
     assert sorted(report["readings"]) == ["predicted", "shifted"]
@@ -113,20 +115,30 @@ def test_the_command_reports_every_layer_and_scores_its_own_links(models, tmp_pa
     assert printed[0].startswith("predicted, layer 0 (the rule: penultimate decoder layer): AER ")
     assert printed[-1].startswith("held-apart choice (fold 0: ")
 
-    # the same pairs written the other way round (ro ||| en): the same links, transposed
+    # the same pairs written the other way round (ro ||| en): the same links, transposed; by
+    # default (--links-of chosen) only the rule's entry and the held-apart choice keep links,
+    # every entry keeps its scores and per-sentence counts
     flipped_bitext = tmp_path / "test.ro-en"
     flipped_bitext.write_text("".join(f"{b} ||| {a}\n" for a, b in words), "utf-8")
     flipped_gold = tmp_path / "flipped.gold"
-    flipped_gold.write_text("".join(" ".join(f"{j + 1}-{i + 1}" for i, j in sorted(g.sure)) + "\n"
-                                    for g in reference), "utf-8")
+    flipped_gold.write_text("".join(" ".join([f"{j + 1}-{i + 1}" for i, j in sorted(g.sure)] +
+                                             [f"{j + 1}?{i + 1}" for i, j in sorted(g.possible - g.sure)])
+                                    + "\n" for g in reference), "utf-8")
     out2 = tmp_path / "flipped.json"
     assert align.main(["--data", str(data), "--checkpoint", str(plain), "--bitext", str(flipped_bitext),
                        "--gold", str(flipped_gold), "--out", str(out2)]) == 0
     flipped = json.loads(out2.read_text())
-    for a, b in itertools.chain(*(zip(report["readings"][r], flipped["readings"][r])
-                                  for r in ("predicted", "shifted"))):
-        assert [{(j, i) for i, j in parse_links(line, "x")[0]} for line in b["links"]] == \
-               [parse_links(line, "x")[0] for line in a["links"]]
+    assert flipped["links_of"] == "chosen"
+    pairs = itertools.chain(*(zip(report["readings"][r], flipped["readings"][r])
+                              for r in ("predicted", "shifted")), [(held, flipped["held_apart"])])
+    for a, b in pairs:
+        assert {key: value for key, value in a.items() if key != "links"} == \
+               {key: value for key, value in b.items() if key != "links"}
+        kept = a is held or (a is report["readings"]["predicted"][0])
+        assert ("links" in b) == kept
+        if kept:
+            assert [{(j, i) for i, j in parse_links(line, "x")[0]} for line in b["links"]] == \
+                   [parse_links(line, "x")[0] for line in a["links"]]
 
 
 def test_a_romanian_side_without_diacritics_is_named_for_a_model_that_keeps_them(models, tmp_path, capsys):

@@ -348,6 +348,7 @@ def test_word_alignments_are_archived_once_per_map_with_relative_paths(tmp_path,
     archive = tmp_path / "archive" / "s" / "a" / "other@1"
     assert written == [archive / "alignment.weights.json", archive / "alignment.selection.json"]
     assert [cmd[cmd.index("--map") + 1] for cmd in calls] == ["weights", "selection"]
+    assert all(cmd[cmd.index("--links-of") + 1] == "chosen" for cmd in calls)  # archives stay small
     assert calls[0][calls[0].index("--bitext") + 1] == str(ROOT / "gold" / "test.ro-en")  # the project's
     assert calls[0][calls[0].index("--checkpoint") + 1] == str(own / "checkpoint_best.pt")
     record = json.loads(written[1].read_text())

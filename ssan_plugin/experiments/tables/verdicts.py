@@ -226,27 +226,33 @@ def power_table(rows: Sequence[Comparison], family: int, effects=(0.5, 1.0),
     to see it with probability ``power`` at ``alpha`` unadjusted and at Holm's first step over
     the table's ``family`` comparisons (:func:`holm_first_level`), each with, in parentheses, the
     counts at the two ends of the sentence part's range when they differ; ``with_power``: also
-    the power of the comparison's own seeds at both levels. A caption line above the table
-    states the family and the level."""
+    the power of the comparison's own seeds at both levels. A family of one comparison has one
+    level, and one column per effect. A caption line above the table states the family and the
+    level."""
     corrected = holm_first_level(alpha, family)
     level = f"{corrected:.3g}"
-    steps = (f"the family's smallest p must be below {level}, the next below {alpha:g} / "
-             f"{family - 1}, and so on" if family > 1 else "one comparison, no correction")
-    caption = (f"Per-comparison level: {alpha:g} unadjusted; {alpha:g} / {family} = {level} at "
-               f"Holm's first step over the verdict table's family of {family} comparisons (a "
-               f"verdict needs its Holm-corrected p below {alpha:g}: {steps}). Seeds: paired "
-               f"seeds a side for {power:.0%} power. In parentheses: the same count with the "
-               f"sentence part two Monte Carlo standard errors of its bootstrap lower and "
-               f"higher (another bootstrap seed moves it about that much).")
+    levels = (alpha,) if family == 1 else (alpha, corrected)  # one comparison: no second level
+    if family == 1:
+        caption = f"Level: {alpha:g} (one comparison, no correction)."
+    else:
+        caption = (f"Per-comparison level: {alpha:g} unadjusted; {alpha:g} / {family} = {level} "
+                   f"at Holm's first step over the verdict table's family of {family} comparisons "
+                   f"(a verdict needs its Holm-corrected p below {alpha:g}: the family's smallest "
+                   f"p must be below {level}, the next below {alpha:g} / {family - 1}, and so on).")
+    caption += (f" Seeds: paired seeds a side for {power:.0%} power. In parentheses: the same "
+                f"count with the sentence part two Monte Carlo standard errors of its bootstrap "
+                f"lower and higher (another bootstrap seed moves it about that much).")
+
+    def at(a: float, holm: bool = True) -> str:
+        return f"{a:g}" if a == alpha else level + (f" (Holm, {family})" if holm else "")
+
     head = ["comparison", "system", "seeds measured", "sd of per-seed Δ",
             "sentence part: se (± 2 bootstrap errors)", "sentence part / seed part (variances)"]
     if with_power:
         for e in effects:
-            head += [f"power of these seeds for {e:g} {metric} at {alpha:g}",
-                     f"power of these seeds for {e:g} {metric} at {level}"]
+            head += [f"power of these seeds for {e:g} {metric} at {at(a, holm=False)}" for a in levels]
     for e in effects:
-        head += [f"seeds for {e:g} {metric} at {alpha:g}",
-                 f"seeds for {e:g} {metric} at {level} (Holm, {family})"]
+        head += [f"seeds for {e:g} {metric} at {at(a)}" for a in levels]
     out = [caption, "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         res = r.result
@@ -261,9 +267,9 @@ def power_table(rows: Sequence[Comparison], family: int, effects=(0.5, 1.0),
                  f"{var / (sd * sd / n):.2f}" if sd > 0 else "—"]
         if with_power:
             for e in effects:
-                cells += [f"{power_of_seeds(n, e, sd, var, a):.2f}" for a in (alpha, corrected)]
+                cells += [f"{power_of_seeds(n, e, sd, var, a):.2f}" for a in levels]
         for e in effects:
-            for a in (alpha, corrected):
+            for a in levels:
                 needed = [seeds_for_power(e, sd, v, a, power, most) for v in (var, low, high)]
                 text = _count(needed[0], most)
                 if len(set(needed)) > 1:

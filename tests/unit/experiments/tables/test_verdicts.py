@@ -74,7 +74,7 @@ def test_at_holms_first_step_more_seeds_are_needed():
     assert power_of_seeds(5, 1.0, 0.58, 0.04 ** 2, 0.05 / 8) == pytest.approx(0.3, abs=0.07)
 
 
-def test_power_table_states_its_family_and_both_levels():
+def test_power_table_states_its_family_and_both_levels_or_one_for_one_comparison():
     base, system = [32.0, 32.1, 32.5, 32.7, 32.6, 31.7], [31.9, 33.0, 33.7, 32.3, 33.1, 32.0]
     res = result(0.4, 0.16, list(np.subtract(system, base)))
     res.se_sentence, res.var_sentence_mc = 0.09, 0.004
@@ -98,9 +98,16 @@ def test_power_table_states_its_family_and_both_levels():
     assert len(set(needed)) > 1  # the range moves the count
     assert cells[11] == f"{count(needed[0])} ({count(needed[1])} to {count(needed[2])})"
     res.var_sentence_mc = None  # no Monte Carlo error known: no range
-    plain = power_table(rows, family=1).splitlines()
-    assert "one comparison, no correction" in plain[0]
-    assert [c.strip() for c in plain[4].strip("|").split("|")][4] == "0.09"
+    plain = power_table(rows, family=1, with_power=True).splitlines()
+    assert "one comparison, no correction" in plain[0] and "Holm" not in plain[0]
+    # one level: one power column and one seeds column per effect, none repeated
+    head = [c.strip() for c in plain[2].strip("|").split("|")]
+    assert head[6:] == ["power of these seeds for 0.5 BLEU at 0.05", "power of these seeds for 1 BLEU at 0.05",
+                        "seeds for 0.5 BLEU at 0.05", "seeds for 1 BLEU at 0.05"]
+    cells = [c.strip() for c in plain[4].strip("|").split("|")]
+    assert len(cells) == len(head) and cells[4] == "0.09"
+    assert cells[6] == f"{power_of_seeds(6, 0.5, sd, 0.09 ** 2, 0.05):.2f}"
+    assert cells[9] == count(seeds_for_power(1.0, sd, 0.09 ** 2, 0.05))
 
 
 def test_a_sentence_part_that_seeds_cannot_shrink_needs_more_seeds_or_never_enough():

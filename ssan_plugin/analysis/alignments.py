@@ -9,7 +9,9 @@ attention gives a (queries x source pieces) map, source ``</s>`` left out. Two m
 
 - ``weights``: the attention weights averaged over heads (what fairseq's ``--print-alignment``
   reads), for any model; a target piece is linked to the source piece of its largest weight
-  (the lowest index among equal ones);
+  (the lowest index among equal ones), or to none when its row is all zero (sparse cross
+  attention whose every head selects nothing, or only the source ``</s>``: fairseq's argmax
+  would link it to the first piece);
 - ``selection``: the share of heads whose selector selects the pair (a model with
   ``--cross-selector``); a target piece is linked to every source piece that most heads select
   (a share above one half), possibly none.
@@ -128,8 +130,8 @@ def piece_links(matrix: Tensor, kind: str) -> Set[Link]:
     if matrix.numel() == 0:
         return set()
     if kind == "weights":
-        best = matrix.argmax(dim=-1)  # the first maximum on ties
-        return {(int(s), t) for t, s in enumerate(best)}
+        largest, best = matrix.max(dim=-1)  # the first maximum on ties
+        return {(int(s), t) for t, (s, weight) in enumerate(zip(best, largest)) if weight > 0}
     return {(int(s), int(t)) for t, s in (matrix > 0.5).nonzero().tolist()}
 
 
@@ -137,11 +139,22 @@ def word_links_of(matrix: Tensor, source: Encoded, target: Encoded, kind: str,
                   reading: str = RULE_READING) -> Set[Link]:
     """Word links (source word, target word) of one sentence's (T, S) map (``</s>`` included:
     dropped here), row t standing for target piece t (``predicted``) or t - 1 (``shifted``)."""
+    links = piece_links(reading_rows(matrix, reading), kind)
+    return {(source.word_index[s], target.word_index[t]) for s, t in links}
+
+
+def reading_rows(matrix: Tensor, reading: str) -> Tensor:
+    """The (T - 1, S - 1) rows and columns of a sentence's (T, S) map that ``reading`` scores:
+    row t for target piece t, source ``</s>`` dropped."""
     if reading not in READINGS:
         raise ValueError(f"reading must be one of {', '.join(READINGS)}, got {reading!r}")
-    rows = matrix[:-1] if reading == "predicted" else matrix[1:]
-    inner = rows[:, :-1]
-    return {(source.word_index[s], target.word_index[t]) for s, t in piece_links(inner, kind)}
+    return (matrix[:-1] if reading == "predicted" else matrix[1:])[:, :-1]
+
+
+def unlinked_pieces(matrix: Tensor, kind: str, reading: str = RULE_READING) -> int:
+    """How many target pieces of one sentence's (T, S) map get no link (:func:`piece_links`)."""
+    rows = reading_rows(matrix, reading)
+    return rows.size(0) - len({t for _, t in piece_links(rows, kind)})
 
 
 @torch.no_grad()
@@ -163,10 +176,12 @@ def decoder_selection_maps(model, source: Tensor, target: Tensor) -> Dict[str, D
 
 @dataclass
 class ForcedAlignment:
-    """``links[reading][layer][k]``: the (source word, target word) links of pair k."""
+    """``links[reading][layer][k]``: the (source word, target word) links of pair k;
+    ``unlinked[reading][layer]``: the target pieces, over every pair, that got no link."""
 
     links: Dict[str, List[List[Set[Link]]]]
     rule_layer: int
+    unlinked: Dict[str, List[int]]
 
     @property
     def rule(self) -> Tuple[str, int]:
@@ -185,13 +200,15 @@ def forced_alignments(inp: AnalysisInput, pairs: Sequence[Tuple[Sequence[str], S
     targets = inp.encode_words([p[1] for p in pairs], side="target")
     n_layers = len(inp.model.decoder.layers)
     links = {reading: [[] for _ in range(n_layers)] for reading in READINGS}
+    unlinked = {reading: [0] * n_layers for reading in READINGS}
     indices = range(len(pairs)) if progress is None else progress(range(len(pairs)))
     for k in indices:
         maps = cross_attention_maps(inp.model, sources[k].tokens, targets[k].tokens, kind)
         for layer, matrix in enumerate(maps):
             for reading in READINGS:
                 links[reading][layer].append(word_links_of(matrix, sources[k], targets[k], kind, reading))
-    return ForcedAlignment(links, rule_layer(n_layers))
+                unlinked[reading][layer] += unlinked_pieces(matrix, kind, reading)
+    return ForcedAlignment(links, rule_layer(n_layers), unlinked)
 
 
 def fold_of(k: int) -> int:

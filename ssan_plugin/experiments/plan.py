@@ -47,7 +47,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import PipelineError
 
@@ -123,6 +123,18 @@ class Study:
         if isinstance(self.seeds, dict):
             return list(self.seeds.get(pair, default))
         return list(self.seeds)
+
+
+def last_flag_value(flags: Sequence[str], name: str) -> Optional[str]:
+    """The value the last ``name VALUE`` or ``name=VALUE`` of ``flags`` gives (argparse keeps the
+    last), None when ``name`` is not given."""
+    value = None
+    for i, flag in enumerate(flags):
+        if flag == name and i + 1 < len(flags):
+            value = flags[i + 1]
+        elif flag.startswith(name + "="):
+            value = flag[len(name) + 1:]
+    return value
 
 
 @dataclass
@@ -343,9 +355,8 @@ class Plan:
     def alignment_maps(self, run: "Run") -> List[str]:
         """The maps ``run`` is aligned with: ``weights``, and ``selection`` when its system
         selects at the cross site (``--cross-selector`` other than ``none``)."""
-        flags = list(run.system.flags) + list(run.study.flags)
-        cross = [flags[i + 1] for i, flag in enumerate(flags[:-1]) if flag == "--cross-selector"]
-        return ["weights"] + (["selection"] if cross and cross[-1] != "none" else [])
+        cross = last_flag_value(list(run.system.flags) + list(run.study.flags), "--cross-selector")
+        return ["weights"] + (["selection"] if cross not in (None, "none") else [])
 
     def alignment_file(self, run: "Run", kind: str, out=None) -> Optional[Path]:
         """Where ``run``'s ``alignment.KIND.json`` is kept: this plan's archive, else ``out``."""

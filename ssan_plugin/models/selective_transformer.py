@@ -84,7 +84,7 @@ class SelectiveTransformerModel(VariantTransformerModel):
         included)."""
         super().add_variant_args(parser)
         for option in ("--encoder-selector", "--decoder-selector", "--cross-selector"):
-            if option in parser._option_string_actions:  # (encoder-only models: the first alone)
+            if option in parser._option_string_actions:
                 parser._option_string_actions[option].choices = [NO_SELECTOR, *SELECTORS]
 
     @classmethod

@@ -1,16 +1,17 @@
 """The statistical peer of ``ssan-align``: eflomal (Östling and Tiedemann 2016; the ``eflomal``
 package) trained on a parallel corpus plus the sentences to align, as aligners are used.
 
-The corpus's raw sentences are tokenised as ``ssan-prepare-translation`` tokenises them
-(normalisation and Moses tokenisation, ``LanguageConfig.create``) so that their tokens look like
-the gold set's, which is tokenised already and passed as it is. eflomal aligns in both
+The corpus's raw sentences are tokenised as ``ssan-prepare-translation`` tokenises them with its
+default options (normalisation and Moses tokenisation, ``LanguageConfig.create``; the peer reads
+no data manifest, so options such as ``--romanian-remove-diacritics`` are not applied) so that
+their tokens look like the gold set's, which is tokenised already and passed as it is. eflomal aligns in both
 directions; the links reported are the forward ones (A to B), the reverse ones, and their
 intersection and union. The grow-diag-final family of symmetrisations is not computed:
 fast_align's atools is on no package index, and NLTK's ``grow_diag_final_and`` returns the
 union (its "not yet aligned" test looks integers up among the keys 'e' and 'f', so it always
 passes). eflomal's sampler draws from a seed of its own that cannot be set from Python: two
-runs differ (on the WPT Ro-En gold by about one AER point), so the peer is run several times
-and each score reported as the runs' mean and spread.
+runs differ (on the WPT Ro-En gold by a few tenths of an AER point), so the peer is run several
+times and each score reported as the runs' mean and spread.
 """
 
 import tempfile
@@ -40,9 +41,12 @@ def tokenised_corpus(prefix: str, lang_a: str, lang_b: str) -> List[Tuple[str, s
     return [(a, b) for a, b in zip(*sides) if a.strip() and b.strip()]
 
 
-def read_pharaoh(path: Path, n: int) -> List[Set[Link]]:
-    """The last ``n`` lines of an eflomal links file (0-based ``i-j``) as link sets."""
+def read_pharaoh(path: Path, n: int, total: int) -> List[Set[Link]]:
+    """The last ``n`` lines of an eflomal links file (0-based ``i-j``) of ``total`` sentences as
+    link sets; PipelineError when the file has another number of lines (nothing misaligned)."""
     lines = path.read_text(encoding="utf-8").splitlines()
+    if len(lines) != total:
+        raise PipelineError(f"eflomal wrote {len(lines)} lines of links for {total} sentence pairs")
     out = []
     for line in lines[len(lines) - n:]:
         out.append({(int(i), int(j)) for i, j in (item.split("-") for item in line.split())})
@@ -61,7 +65,7 @@ def eflomal_links(corpus: Sequence[Tuple[str, str]],
         fwd, rev = Path(work) / "fwd", Path(work) / "rev"
         Aligner().align(sources, targets, links_filename_fwd=str(fwd), links_filename_rev=str(rev),
                         quiet=True)
-        forward, reverse = read_pharaoh(fwd, len(pairs)), read_pharaoh(rev, len(pairs))
+        forward, reverse = (read_pharaoh(path, len(pairs), len(sources)) for path in (fwd, rev))
     return {"forward": forward, "reverse": reverse,
             "intersection": [f & r for f, r in zip(forward, reverse)],
             "union": [f | r for f, r in zip(forward, reverse)]}

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from ssan_plugin.analysis.alignments import (held_apart_choice, head_mean, piece_links, rule_layer,
-                                             word_links_of)
+                                             unlinked_pieces, word_links_of)
 from ssan_plugin.analysis.inputs import Encoded
 from ssan_plugin.errors import PipelineError
 from ssan_plugin.translation.alignment import GoldAlignment
@@ -23,6 +23,12 @@ def test_argmax_links_every_target_piece_to_its_first_largest_source_piece():
                            [0.0, 0.0, 1.0]])
     assert piece_links(matrix, "weights") == {(1, 0), (0, 1), (2, 2)}
     assert piece_links(torch.zeros(0, 3), "weights") == set()
+    # an all-zero row (sparse attention that kept nothing but the dropped </s>): no link, where
+    # fairseq's argmax would invent one to the first source piece
+    sparse = torch.tensor([[0.0, 0.0, 0.0], [0.0, 0.3, 0.0]])
+    assert piece_links(sparse, "weights") == {(1, 1)}
+    assert unlinked_pieces(torch.cat([torch.cat([sparse, torch.ones(2, 1)], 1), torch.zeros(1, 4)]),
+                           "weights") == 1  # the </s> row and column are not read
 
 
 def test_selection_links_what_more_than_half_the_heads_select():
@@ -37,10 +43,16 @@ def test_pieces_become_words_and_eos_is_dropped():
     target = Encoded(torch.tensor([8, 9, 2]), ["▁x", "▁y", "</s>"], [0, 1, -1])
     matrix = torch.tensor([[0.1, 0.6, 0.2, 0.1],   # x -> piece b (word 0)
                            [0.1, 0.1, 0.3, 0.5],   # y -> </s> is dropped: argmax over c
-                           [0.0, 0.0, 0.0, 1.0]])  # the </s> row is dropped
+                           [0.2, 0.0, 0.0, 0.8]])  # the </s> row is dropped
     assert word_links_of(matrix, source, target, "weights") == {(0, 0), (1, 1)}
     # shifted: x is read on the row whose input is x (the second), y on the </s> row
     assert word_links_of(matrix, source, target, "weights", "shifted") == {(1, 0), (0, 1)}
+    assert unlinked_pieces(matrix, "weights", "shifted") == 0
+    # all of the </s> row's weight on the source </s>: y is left unlinked when read there
+    matrix[2] = torch.tensor([0.0, 0.0, 0.0, 1.0])
+    assert word_links_of(matrix, source, target, "weights", "shifted") == {(1, 0)}
+    assert unlinked_pieces(matrix, "weights", "shifted") == 1
+    assert unlinked_pieces(matrix, "weights") == 0
     # with one row a piece later, the shifted reading is the predicted one
     later = torch.cat([torch.zeros(1, 4), matrix[:-1]])
     assert word_links_of(later, source, target, "weights", "shifted") == \

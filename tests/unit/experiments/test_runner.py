@@ -324,6 +324,13 @@ def test_word_alignments_are_archived_once_per_map_with_relative_paths(tmp_path,
     runs = {run.key: run for run in plan.runs()}
     assert plan.alignment_maps(runs["s/a/base@1"]) == ["weights"]
     assert plan.alignment_maps(runs["s/a/other@1"]) == ["weights", "selection"]
+    # the flag written --flag=value, and the last of several (argparse keeps the last)
+    for flags, maps in ((["--cross-selector=entmax"], ["weights", "selection"]),
+                        (["--cross-selector", "topk", "--cross-selector=none"], ["weights"]),
+                        (["--cross-selector=topk", "--cross-selector", "none", "--topk", "8"], ["weights"])):
+        runs["s/a/other@1"].system.flags[:] = flags
+        assert plan.alignment_maps(runs["s/a/other@1"]) == maps, flags
+    runs["s/a/other@1"].system.flags[:] = ["--cross-selector", "topk"]
     fake_decoded(tmp_path / "archive" / "s" / "a" / "other@1", "other@1")
     own = tmp_path / "out" / "s" / "a" / "other@1"
     own.mkdir(parents=True)

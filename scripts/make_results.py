@@ -313,7 +313,7 @@ def everywhere_blocks(root: Path):
     rate, the cost per site
     (examples/everywhere/bench/*.json, benchmarks/bench_ssan.py --plan
     examples/everywhere/bench_plan.json), and the En-Ro runs' AER on the WPT Ro-En gold beside
-    eflomal's (examples/everywhere/alignment/eflomal.ro-en.json)."""
+    eflomal's and the diagonal reference's (examples/everywhere/alignment/*.ro-en.json)."""
     from ssan_plugin.experiments.plan import Plan
     from ssan_plugin.experiments.tables.bench import PROCESS_MEASURES, steps_table
     from ssan_plugin.experiments.tables.everywhere import (alignment_rows, alignment_table,
@@ -340,8 +340,9 @@ def everywhere_blocks(root: Path):
             "everywhere-en-ro-verdicts": verdict_table(en_ro),
             "everywhere-en-ro-power": selector_power_table(en_ro),
             "everywhere-en-ro-rates": site_rates_table(plan, "postnorm", "en-ro"),
-            "everywhere-alignment": alignment_table(plan, "postnorm", "en-ro",
-                                                    peer=where / "alignment" / "eflomal.ro-en.json"),
+            "everywhere-alignment": alignment_table(
+                plan, "postnorm", "en-ro", peers=[where / "alignment" / f"{name}.ro-en.json"
+                                                  for name in ("eflomal", "diagonal")]),
             "everywhere-alignment-gold-words": gold_words_table(
                 where / "alignment" / "eflomal.ro-en.json"),
             "everywhere-alignment-verdicts": alignment_verdict_table(

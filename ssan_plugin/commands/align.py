@@ -20,10 +20,16 @@ sentences; the counts are all that the scores and their significance tests need.
 
 ``--eflomal-train PREFIX`` (instead of ``--data`` / ``--checkpoint``): the statistical peer,
 eflomal trained on ``PREFIX.A`` / ``PREFIX.B`` (raw parallel text, Moses-tokenised here) plus the
-bitext, scored the same way, forward, reverse, intersection and union
+bitext, scored against the same gold in a layout with directions (forward, reverse, intersection
+and union) instead of layers, each score the mean over its runs
 (ssan_plugin/translation/eflomal_peer.py). Its report also says how the training text writes the
 bitext's words (``gold_words``: tokens never seen there, and tokens it writes mostly with other
 diacritics), which is how a model trained on that text reads them.
+
+``--diagonal`` (instead of a model or the peer): the reference that needs no training, each word
+linked to the word of the other side at the same relative position
+(``translation.alignment.diagonal_links``), scored in the peer's layout. An aligner that does
+not beat it has learnt nothing about word order that position alone does not give.
 """
 
 import json
@@ -56,6 +62,9 @@ def main(argv=None) -> int:
     parser.add_argument("--eflomal-train", metavar="PREFIX",
                         help="align with eflomal trained on PREFIX.A / PREFIX.B plus the bitext "
                              "instead of a model")
+    parser.add_argument("--diagonal", action="store_true",
+                        help="the diagonal reference (each word linked to the word at the same "
+                             "relative position) instead of a model")
     parser.add_argument("--eflomal-runs", type=positive_int, default=5,
                         help="eflomal runs (it samples; scores are their mean and spread)")
     parser.add_argument("--bitext", required=True, help="tokenised sentence pairs, 'A ||| B' a line")
@@ -65,18 +74,24 @@ def main(argv=None) -> int:
     parser.add_argument("--map", choices=("weights", "selection"), default="weights",
                         help="cross attention weights (any model) or cross selection "
                              "(--cross-selector models)")
-    parser.add_argument("--out", required=True, help="JSON of every layer's scores, with links")
+    parser.add_argument("--out", required=True,
+                        help="JSON of every reading and layer's scores and per-sentence counts, "
+                             "with links as --links-of says (the peer and the diagonal: per "
+                             "direction, scores and links)")
     parser.add_argument("--links-of", choices=("chosen", "all"), default="chosen",
                         help="the links --out keeps: the rule's and the held-apart choice's "
                              "(chosen) or every reading and layer's (all); scores and "
                              "per-sentence counts are kept for every one")
-    parser.add_argument("--links", help="the rule layer's links, one sentence a line")
+    parser.add_argument("--links", help="the rule layer's links, one sentence a line (the peer "
+                                        "and the diagonal: the forward direction's, the peer's "
+                                        "first run's)")
     add_overwrite(parser)
     args = parser.parse_args(argv)
     model_given = args.data is not None or args.checkpoint is not None
-    if (args.eflomal_train is not None and model_given) or \
-            (args.eflomal_train is None and not (args.data and args.checkpoint)):
-        parser.error("give --data and --checkpoint (a model), or --eflomal-train (the peer)")
+    aligners = int(model_given) + int(args.eflomal_train is not None) + int(args.diagonal)
+    if aligners != 1 or (model_given and not (args.data and args.checkpoint)):
+        parser.error("give --data and --checkpoint (a model), --eflomal-train (the peer) or "
+                     "--diagonal (the reference), one of them")
     side_a, side_b = bitext_langs(args.bitext, args.langs)
     outputs = [output_file("--out", args.out)] + ([output_file("--links", args.links)] if args.links else [])
     corpus = [Input("--eflomal-train", f"{args.eflomal_train}.{lang}") for lang in (side_a, side_b)
@@ -94,6 +109,8 @@ def main(argv=None) -> int:
                                                    unmarked_romanian)
 
     pairs = read_bitext(args.bitext)
+    if not pairs:
+        raise PipelineError(f"--bitext {args.bitext} holds no sentence pair")
     gold = read_gold(args.gold) if args.gold else None
     if gold is not None:
         if len(gold) != len(pairs):
@@ -102,6 +119,8 @@ def main(argv=None) -> int:
             check_links(reference.possible, len(a), len(b), f"--gold line {k}")
     if args.eflomal_train:
         return peer(args, pairs, gold, side_a, side_b)
+    if args.diagonal:
+        return diagonal(args, pairs, gold, side_a, side_b)
     model = AnalysisInput(args.data, args.checkpoint)
     src, tgt = model.pipeline.manifest["src"], model.pipeline.manifest["tgt"]
     if (src, tgt) == (side_a, side_b):
@@ -136,7 +155,8 @@ def main(argv=None) -> int:
     rule = (RULE_READING, result.rule_layer)
 
     def entry_of(reading: str, index: int, per_sentence) -> dict:
-        entry = {"layer": index}
+        # target pieces without a link: a selection without a majority, or an all-zero row
+        entry = {"layer": index, "unlinked_pieces": result.unlinked[reading][index]}
         if args.links_of == "all" or (reading, index) == rule:
             entry["links"] = [format_links(s) for s in per_sentence]
         return scored(entry, per_sentence)
@@ -169,11 +189,13 @@ def main(argv=None) -> int:
         entry = readings[reading][i]
         tag = f"{reading}, layer {i}" + (f" (the rule: {LAYER_RULE})"
                                          if (reading, i) == rule else "")
+        unlinked = (f", {entry['unlinked_pieces']} target pieces unlinked"
+                    if entry["unlinked_pieces"] else "")
         if gold is not None:
             print(f"{tag}: AER {100 * entry['aer']:.1f}, precision {100 * entry['precision']:.1f}, "
-                  f"recall {100 * entry['recall']:.1f} ({entry['predicted']} links)")
+                  f"recall {100 * entry['recall']:.1f} ({entry['predicted']} links{unlinked})")
         else:
-            print(f"{tag}: {sum(map(len, links[reading][i]))} links")
+            print(f"{tag}: {sum(map(len, links[reading][i]))} links{unlinked}")
     if held is not None:
         entry = report["held_apart"]
         chosen = "; ".join(f"fold {c['fold']}: {c['reading']}, layer {c['layer']}" for c in entry["choices"])
@@ -187,43 +209,64 @@ def peer(args, pairs, gold, side_a: str, side_b: str) -> int:
     deviation over ``--eflomal-runs``), in --out's layout (directions instead of layers)."""
     from tqdm import tqdm
 
-    from ssan_plugin.translation.alignment import alignment_scores, format_links, gold_word_coverage
-    from ssan_plugin.translation.eflomal_peer import DIRECTIONS, eflomal_links, tokenised_corpus
-
-    import statistics
+    from ssan_plugin.translation.alignment import gold_word_coverage
+    from ssan_plugin.translation.eflomal_peer import eflomal_links, tokenised_corpus
 
     corpus = tokenised_corpus(args.eflomal_train, side_a, side_b)
     runs = [eflomal_links(corpus, pairs) for _ in tqdm(range(args.eflomal_runs), desc="eflomal",
                                                        file=sys.stderr)]
-    directions = []
-    for name in DIRECTIONS:
-        entry = {"direction": name, "links": [format_links(s) for s in runs[0][name]]}
-        if gold is not None:
-            scores = [alignment_scores(run[name], gold) for run in runs]
-            for field in ("aer", "precision", "recall"):
-                values = [getattr(score, field) for score in scores]
-                entry[field] = statistics.mean(values)
-                entry[f"{field}_sd"] = statistics.stdev(values) if len(values) > 1 else 0.0
-                entry[f"{field}_runs"] = values
-            entry.update(predicted=scores[0].predicted, sure=scores[0].sure, possible=scores[0].possible)
-            print(f"eflomal {name}: AER {100 * entry['aer']:.1f} (sd {100 * entry['aer_sd']:.1f} over "
-                  f"{len(runs)} runs), precision {100 * entry['precision']:.1f}, recall "
-                  f"{100 * entry['recall']:.1f}")
-        directions.append(entry)
     # how the training text writes the bitext's words (a model trained on it reads them so)
     coverage = {lang: gold_word_coverage([pair[side] for pair in pairs], (c[side] for c in corpus))
                 for side, lang in enumerate((side_a, side_b))}
     for lang, entry in coverage.items():
         print(f"{lang} words of --bitext: {entry['tokens']}; never in the training text "
               f"{entry['unseen']}; written there mostly with other diacritics {entry['other_marks']}")
-    report = {"peer": "eflomal", "runs": len(runs), "train": args.eflomal_train, "train_pairs": len(corpus),
-              "bitext": args.bitext, "gold": args.gold, "langs": f"{side_a}-{side_b}",
-              "sentences": len(pairs), "gold_words": coverage, "directions": directions}
+    write_directions(args, "eflomal", runs, pairs, gold, side_a, side_b,
+                     {"train": args.eflomal_train, "train_pairs": len(corpus), "gold_words": coverage})
+    return 0
+
+
+def diagonal(args, pairs, gold, side_a: str, side_b: str) -> int:
+    """``--diagonal``: the reference's links and scores, in the peer's layout (one run: it is
+    deterministic)."""
+    from ssan_plugin.translation.alignment import diagonal_links
+
+    per_pair = [diagonal_links(len(a), len(b)) for a, b in pairs]
+    run = {name: [links[name] for links in per_pair] for name in per_pair[0]}
+    write_directions(args, "diagonal", [run], pairs, gold, side_a, side_b, {})
+    return 0
+
+
+def write_directions(args, name: str, runs, pairs, gold, side_a: str, side_b: str, extra: dict) -> None:
+    """Write --out (and --links) for a peer or reference aligner: per direction, the first run's
+    links and, with gold, each score's mean, standard deviation and per-run values over ``runs``
+    (``[{direction: one link set per pair}]``), printed as they are scored."""
+    from ssan_plugin.translation.alignment import alignment_scores, format_links
+
+    import statistics
+
+    directions = []
+    for direction in runs[0]:
+        entry = {"direction": direction, "links": [format_links(s) for s in runs[0][direction]]}
+        if gold is not None:
+            scores = [alignment_scores(run[direction], gold) for run in runs]
+            for field in ("aer", "precision", "recall"):
+                values = [getattr(score, field) for score in scores]
+                entry[field] = statistics.mean(values)
+                entry[f"{field}_sd"] = statistics.stdev(values) if len(values) > 1 else 0.0
+                entry[f"{field}_runs"] = values
+            entry.update(predicted=scores[0].predicted, sure=scores[0].sure, possible=scores[0].possible)
+            spread = f" (sd {100 * entry['aer_sd']:.1f} over {len(runs)} runs)" if len(runs) > 1 else ""
+            print(f"{name} {direction}: AER {100 * entry['aer']:.1f}{spread}, precision "
+                  f"{100 * entry['precision']:.1f}, recall {100 * entry['recall']:.1f}")
+        directions.append(entry)
+    report = {"peer": name, "runs": len(runs), "bitext": args.bitext, "gold": args.gold,
+              "langs": f"{side_a}-{side_b}", "sentences": len(pairs), **extra,
+              "directions": directions}
     Path(args.out).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     if args.links:
         Path(args.links).write_text("".join(line + "\n" for line in directions[0]["links"]),
                                     encoding="utf-8")
-    return 0
 
 
 if __name__ == "__main__":

@@ -180,6 +180,20 @@ def alignment_scores(predicted: Sequence[Iterable[Link]], gold: Sequence[GoldAli
     return scores_of_counts([sum(column) for column in zip(*counts)] or [0] * len(COUNTS), len(gold))
 
 
+def diagonal_links(len_a: int, len_b: int) -> Dict[str, Set[Link]]:
+    """The diagonal reference, which needs no training: each word linked to the word of the other
+    side at the same relative position (the word whose span of [0, 1) holds its span's centre).
+    {direction: links (A word, B word), 0-based} for the directions of the statistical peer:
+    forward (each B word linked to one A word), reverse (each A word to one B word), their
+    intersection and their union."""
+    if len_a < 1 or len_b < 1:
+        raise PipelineError(f"a sentence pair with an empty side ({len_a} and {len_b} words)")
+    forward = {((2 * j + 1) * len_a // (2 * len_b), j) for j in range(len_b)}
+    reverse = {(i, (2 * i + 1) * len_b // (2 * len_a)) for i in range(len_a)}
+    return {"forward": forward, "reverse": reverse, "intersection": forward & reverse,
+            "union": forward | reverse}
+
+
 def piece_words(pieces: Sequence[str]) -> List[int]:
     """The 0-based word of each sentencepiece piece: a piece that starts with the word-start
     mark starts a new word (the first piece always does)."""

@@ -7,7 +7,8 @@ each fold with the candidate best on the other fold; a bitext given the other wa
 the same links; the selection map of a
 cross-selector model is the heads' majority; bad input is one line. ssan-show-selection with a
 reference translation draws the decoder and cross selection maps of a model selecting there;
-the eflomal peer (--eflomal-train) is scored in the same layout."""
+the eflomal peer (--eflomal-train) and the diagonal reference (--diagonal) are scored in the same
+layout."""
 
 import itertools
 import json
@@ -91,6 +92,7 @@ def test_the_command_reports_every_layer_and_scores_its_own_links(models, tmp_pa
             for (a, b), sentence in zip(words, predicted):
                 assert all(i < len(a.split()) and j < len(b.split()) for i, j in sentence)
                 assert len({j for _, j in sentence}) == len(b.split())  # argmax: every target word linked
+            assert entry["unlinked_pieces"] == 0  # softmax: no row is all zero
             scores = alignment_scores(predicted, reference)
             assert entry["aer"] == pytest.approx(scores.aer) and entry["predicted"] == scores.predicted
             assert entry["sentence_counts"] == [  # |A|, |S|, |P|, |A&S|, |A&P| a sentence
@@ -178,6 +180,15 @@ def test_selection_map_links_what_most_heads_select(models):
             expected = {(source.word_index[s], target.word_index[t])
                         for t, s in (rows > 0.5).nonzero().tolist()}
             assert result.links[reading][layer][0] == expected
+    # the target pieces without a majority-selected source piece, counted over every pair
+    unlinked = {(reading, layer): 0 for reading in ("predicted", "shifted") for layer in range(len(maps))}
+    for a, b in pairs:
+        source = inp.encode_words([a])[0]
+        target = inp.encode_words([b], side="target")[0]
+        for layer, matrix in enumerate(cross_attention_maps(inp.model, source.tokens, target.tokens, "selection")):
+            for reading, rows in (("predicted", matrix[:-1, :-1]), ("shifted", matrix[1:, :-1])):
+                unlinked[reading, layer] += int((rows <= 0.5).all(-1).sum())
+    assert {(r, l): result.unlinked[r][l] for r, l in unlinked} == unlinked
 
 
 def test_bad_input_is_one_line(models, tmp_path, capsys):
@@ -203,6 +214,11 @@ def test_bad_input_is_one_line(models, tmp_path, capsys):
     assert align.main(["--data", str(data), "--checkpoint", str(plain), "--bitext", str(bitext),
                        "--gold", str(outside), "--out", str(tmp_path / "z.json")]) == 2
     assert "link 9-1 outside a sentence" in capsys.readouterr().err
+    empty = tmp_path / "empty.ro-en"
+    empty.write_text("", "utf-8")
+    for aligner in (["--diagonal"], ["--data", str(data), "--checkpoint", str(plain)]):
+        assert align.main([*aligner, "--bitext", str(empty), "--out", str(tmp_path / "e.json")]) == 2
+        assert "holds no sentence pair" in capsys.readouterr().err
 
 
 def test_show_selection_draws_the_decoder_sites_maps(models, tmp_path):
@@ -250,8 +266,32 @@ def test_the_eflomal_peer_is_scored_in_the_same_layout(models, tmp_path, capsys)
         assert 0 <= entry["unseen"] <= entry["tokens"] and 0 <= entry["other_marks"] <= entry["tokens"]
     printed = capsys.readouterr().out
     assert "eflomal forward: AER" in printed and f"{side_a} words of --bitext: " in printed
-    # a model and the peer at once, or neither: refused by argparse (exit 2)
-    for argv in (["--eflomal-train", "x", "--data", str(data)], []):
+    # a model and the peer at once, the peer and the diagonal, or none: refused by argparse (exit 2)
+    for argv in (["--eflomal-train", "x", "--data", str(data)], ["--eflomal-train", "x", "--diagonal"],
+                 ["--diagonal", "--checkpoint", str(plain)], []):
         with pytest.raises(SystemExit) as info:
             align.main([*argv, "--bitext", str(bitext), "--out", str(tmp_path / "n.json")])
         assert info.value.code == 2
+
+
+def test_the_diagonal_reference_is_scored_in_the_peers_layout(models, tmp_path, capsys):
+    """--diagonal: one run, the four directions, each one link per word of the side it links
+    from, scored as the written links score; --links writes the forward direction's."""
+    *_, bitext, gold, _ = models
+    out, links = tmp_path / "diagonal.json", tmp_path / "diagonal.links"
+    assert align.main(["--diagonal", "--bitext", str(bitext), "--gold", str(gold), "--out", str(out),
+                       "--links", str(links)]) == 0
+    report = json.loads(out.read_text())
+    assert report["peer"] == "diagonal" and report["runs"] == 1 and report["sentences"] == 3
+    assert [d["direction"] for d in report["directions"]] == ["forward", "reverse", "intersection", "union"]
+    words, reference = read_bitext(bitext), read_gold(gold)
+    for entry in report["directions"]:
+        predicted = [parse_links(line, "json")[0] for line in entry["links"]]
+        assert entry["aer"] == pytest.approx(alignment_scores(predicted, reference).aer)
+        assert entry["aer_runs"] == [entry["aer"]] and entry["aer_sd"] == 0.0
+    forward = [parse_links(line, "json")[0] for line in report["directions"][0]["links"]]
+    for (a, b), sentence in zip(words, forward):  # each B word once, at its relative position
+        assert sorted(j for _, j in sentence) == list(range(len(b)))
+        assert all(i == int((j + 0.5) * len(a) / len(b)) for i, j in sentence)
+    assert links.read_text().splitlines() == report["directions"][0]["links"]
+    assert "diagonal forward: AER " in capsys.readouterr().out

@@ -9,7 +9,7 @@ and the rule that carries systems to En-Ro, the cost) plus its own:
 - :func:`alignment_table`: per system of an aligned pair, the AER (and precision, recall) of its
   runs' archived ``alignment.MAP.json`` (``ssan-align``: the rule fixed in advance, and the
   held-apart choice of reading and layer), mean ± sd over seeds, with the statistical peer
-  (eflomal, mean ± sd over its runs) beside;
+  (eflomal, mean ± sd over its runs) and the diagonal reference (no training) beside;
 - :func:`gold_words_table`: per side of the gold set, how the training text writes its words
   (the peer's ``gold_words``: never seen there, written there mostly with other diacritics);
 - :func:`alignment_rows` / :func:`alignment_verdict_table`: per system and map, its AER against
@@ -114,12 +114,18 @@ def held_apart_scores(path: Path) -> Tuple[Dict[str, float], List[str]]:
     return scores, named
 
 
-def alignment_table(plan, study: str, pair: str, peer: Optional[Path] = None,
+#: the aligners ``ssan-align`` scores beside a model (its JSON's ``peer``): the table's label, and
+#: what its runs column says
+PEERS = {"eflomal": "eflomal (peer)", "diagonal": "diagonal (reference, no training)"}
+
+
+def alignment_table(plan, study: str, pair: str, peers: Sequence[Path] = (),
                     maps: Sequence[str] = ("weights", "selection")) -> str:
     """Markdown, one row per system and map of ``study`` on ``pair`` with archived alignments:
     AER, precision and recall (percent, mean ± sd over seeds) of the rule fixed in advance and
     of the held-apart choice (with how often each reading and layer was chosen, over folds and
-    seeds); then the peer's directions (``peer``: ``ssan-align --eflomal-train``'s JSON)."""
+    seeds); then, per archived file of ``peers`` (``ssan-align --eflomal-train``'s or
+    ``--diagonal``'s JSON), its directions (mean ± sd over its runs)."""
     out = ["| aligner | map | seeds (runs) | AER | precision | recall | held-apart AER | precision "
            "| recall | chosen (folds) |", "|---|---|---|---|---|---|---|---|---|---|"]
     archive = Path(plan.archive) if plan.archive else None
@@ -141,16 +147,19 @@ def alignment_table(plan, study: str, pair: str, peer: Optional[Path] = None,
                 choices = ", ".join(f"{name} ×{count}" for name, count in sorted(chosen.items()))
                 out.append(f"| {run_system} | {kind} | {' '.join(map(str, seeds))} | "
                            + " | ".join(cells) + f" | {choices} |")
-    if peer is not None and Path(peer).is_file():
+    for peer in (p for p in peers if Path(p).is_file()):
         record = archive_json(peer)
-        runs = archived_value(peer, "runs", data=record)
+        name = archived_value(peer, "peer", number=False, data=record)
+        if name not in PEERS:
+            raise ResultsError(f"{peer}: key 'peer' {name!r} is not one of {sorted(PEERS)}")
+        runs = int(archived_value(peer, "runs", data=record))
         for k, _ in enumerate(archived_value(peer, "directions", number=False, data=record)):
-            name = archived_value(peer, "directions", k, "direction", number=False, data=record)
+            direction = archived_value(peer, "directions", k, "direction", number=False, data=record)
             cells = [mean_sd([100 * v for v in archived_value(peer, "directions", k, f"{key}_runs",
                                                                number=False, data=record)], 1)
                      for key in SCORES]
-            out.append(f"| eflomal (peer) | {name} | ({int(runs)} runs) | " + " | ".join(cells)
-                       + " | — | — | — | — |")
+            out.append(f"| {PEERS[name]} | {direction} | ({runs} run{'s' if runs > 1 else ''}) | "
+                       + " | ".join(cells) + " | — | — | — | — |")
     if len(out) == 2:
         return "No alignment archived yet."
     return "\n".join(out)

@@ -1,13 +1,13 @@
 """ssan_plugin/translation/alignment.py: the gold reader (sure and possible links, 1-based in the
 file), precision / recall / AER against the formulas counted by hand, pieces mapped to words,
-bad lines named, the gold's words against a training text counted by hand, and the shared WPT
-Romanian-English gold read whole."""
+bad lines named, the gold's words against a training text counted by hand, the diagonal
+reference against its definition, and the shared WPT Romanian-English gold read whole."""
 
 import pytest
 
 from conftest import require_shared
 from ssan_plugin.translation.alignment import (GoldAlignment, alignment_scores, check_links,
-                                               gold_word_coverage, parse_links, piece_words,
+                                               diagonal_links, gold_word_coverage, parse_links, piece_words,
                                                read_bitext, read_gold, unmarked_romanian,
                                                without_marks, word_links)
 from ssan_plugin.translation.textio import PipelineError
@@ -137,3 +137,36 @@ def test_romanian_without_any_diacritic_is_named_only_where_the_model_keeps_them
     assert unmarked_romanian("en", True, bare) == ""  # only Romanian is checked
     assert unmarked_romanian("ro", True, bare[:3]) == ""  # too few words to tell
     assert unmarked_romanian("ro", True, bare + [["și"]]) == ""  # one mark: written with them
+
+
+def test_the_diagonal_links_each_word_to_the_word_at_its_relative_position():
+    # equal lengths: the identity, in both directions
+    assert diagonal_links(3, 3) == {name: {(0, 0), (1, 1), (2, 2)}
+                                    for name in ("forward", "reverse", "intersection", "union")}
+    # 2 A words, 5 B words: B word j (centre (j + 0.5) / 5) falls in A word 0 for j < 2.5
+    links = diagonal_links(2, 5)
+    assert links["forward"] == {(0, 0), (0, 1), (1, 2), (1, 3), (1, 4)}
+    assert links["reverse"] == {(0, 1), (1, 3)}  # centres 0.25 and 0.75 of five words
+    assert links["intersection"] == {(0, 1), (1, 3)}
+    assert links["union"] == links["forward"]
+    # against the formula in floating point, over many shapes: one link per word of each side
+    for len_a in range(1, 12):
+        for len_b in range(1, 12):
+            links = diagonal_links(len_a, len_b)
+            assert links["forward"] == {(int((j + 0.5) * len_a / len_b), j) for j in range(len_b)}
+            assert sorted(i for i, _ in links["reverse"]) == list(range(len_a))
+            assert links["union"] == links["forward"] | links["reverse"]
+    with pytest.raises(PipelineError, match="empty side"):
+        diagonal_links(0, 3)
+
+
+def test_eflomals_links_are_read_only_when_every_sentence_has_its_line(tmp_path):
+    """The peer's links are the file's last lines (after the training corpus's): a file with
+    another number of lines than sentences is refused rather than read against the wrong pairs."""
+    from ssan_plugin.translation.eflomal_peer import read_pharaoh
+
+    path = tmp_path / "fwd"
+    path.write_text("0-0\n0-0 1-1\n\n2-1 0-0\n", encoding="utf-8")  # 2 corpus lines, 2 to align
+    assert read_pharaoh(path, 2, 4) == [set(), {(2, 1), (0, 0)}]
+    with pytest.raises(PipelineError, match="eflomal wrote 4 lines of links for 5 sentence pairs"):
+        read_pharaoh(path, 2, 5)

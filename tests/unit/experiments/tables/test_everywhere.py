@@ -65,14 +65,22 @@ def test_the_tables_read_the_archives(tmp_path):
     table = site_rates_table(plan, "s", "a")
     assert "| ssan | 1 2 | — | — | 0.500 ± 0.141 |" in table
     peer = tmp_path / "peer.json"
-    peer.write_text(json.dumps({"runs": 2, "directions": [
+    peer.write_text(json.dumps({"peer": "eflomal", "runs": 2, "directions": [
         {"direction": "forward", "aer_runs": [0.3, 0.5], "precision_runs": [0.8, 0.8],
          "recall_runs": [0.5, 0.7]}]}))
-    table = alignment_table(plan, "s", "a", peer=peer)
+    diagonal = tmp_path / "diagonal.json"
+    diagonal.write_text(json.dumps({"peer": "diagonal", "runs": 1, "directions": [
+        {"direction": "union", "aer_runs": [0.708], "precision_runs": [0.299], "recall_runs": [0.285]}]}))
+    table = alignment_table(plan, "s", "a", peers=[peer, tmp_path / "not-archived.json", diagonal])
     assert ("| ssan | weights | 1 2 | 35.0 ± 7.1 | 70.0 ± 0.0 | 60.0 ± 0.0 | 15.0 ± 7.1 | 80.0 ± 0.0 "
             "| 70.0 ± 0.0 | predicted 1 ×1, shifted 0 ×3 |") in table
     assert ("| eflomal (peer) | forward | (2 runs) | 40.0 ± 14.1 | 80.0 ± 0.0 | 60.0 ± 14.1 "
             "| — | — | — | — |") in table
+    assert table.splitlines()[-1] == ("| diagonal (reference, no training) | union | (1 run) | 70.8 | "
+                                      "29.9 | 28.5 | — | — | — | — |")
+    diagonal.write_text(json.dumps({"peer": "fast_align", "runs": 1, "directions": []}))
+    with pytest.raises(ResultsError, match="key 'peer' 'fast_align' is not one of"):
+        alignment_table(plan, "s", "a", peers=[diagonal])
     (tmp_path / "archive" / "s" / "a" / "ssan@2" / "alignment.weights.json").write_text(
         json.dumps({"rule_reading": "predicted", "rule_layer": 5, "readings": {"predicted": []}}))
     with pytest.raises(ResultsError, match="key 'rule_layer' 5 is not one of its layers"):

@@ -1,6 +1,6 @@
-"""Word alignments: reading gold links, scoring predicted ones (precision, recall, AER),
-mapping links between sentencepiece pieces back to the words they spell, and how a training text
-writes a gold set's words (diacritics).
+"""Word alignments: reading gold links, scoring predicted ones (precision, recall, AER), the
+diagonal reference, and how a training text writes a gold set's words (diacritics). A model's
+piece links become word links in ``analysis.alignments`` (each gold word encoded on its own).
 
 Conventions: a link is ``(i, j)``, 0-based, i a source token and j a target token. Files hold
 one sentence a line with links written 1-based as ``i-j`` (a sure link) or ``i?j`` / ``ipj`` (a
@@ -21,8 +21,6 @@ from .textio import PipelineError, read_lines
 
 Link = Tuple[int, int]
 LINK = re.compile(r"^(\d+)([-?p])(\d+)$")
-#: sentencepiece's word-start mark
-WORD_START = "\u2581"
 
 
 @dataclass(frozen=True)
@@ -192,22 +190,3 @@ def diagonal_links(len_a: int, len_b: int) -> Dict[str, Set[Link]]:
     reverse = {(i, (2 * i + 1) * len_b // (2 * len_a)) for i in range(len_a)}
     return {"forward": forward, "reverse": reverse, "intersection": forward & reverse,
             "union": forward | reverse}
-
-
-def piece_words(pieces: Sequence[str]) -> List[int]:
-    """The 0-based word of each sentencepiece piece: a piece that starts with the word-start
-    mark starts a new word (the first piece always does)."""
-    words, word = [], -1
-    for index, piece in enumerate(pieces):
-        if piece.startswith(WORD_START) or index == 0:
-            word += 1
-        words.append(word)
-    return words
-
-
-def word_links(piece_links: Iterable[Link], source_pieces: Sequence[str],
-               target_pieces: Sequence[str]) -> Set[Link]:
-    """Links between pieces -> links between the words they spell: two words are linked when
-    any of their pieces are."""
-    source_word, target_word = piece_words(source_pieces), piece_words(target_pieces)
-    return {(source_word[i], target_word[j]) for i, j in piece_links}

@@ -1,15 +1,16 @@
 """ssan_plugin/translation/alignment.py: the gold reader (sure and possible links, 1-based in the
-file), precision / recall / AER against the formulas counted by hand, pieces mapped to words,
-bad lines named, the gold's words against a training text counted by hand, the diagonal
-reference against its definition, and the shared WPT Romanian-English gold read whole."""
+file), precision / recall / AER against the formulas counted by hand, bad lines named, the
+gold's words against a training text counted by hand, the diagonal reference against its
+definition, eflomal's links file read only whole, and the shared WPT Romanian-English gold read
+whole."""
 
 import pytest
 
 from conftest import require_shared
 from ssan_plugin.translation.alignment import (GoldAlignment, alignment_scores, check_links,
-                                               diagonal_links, gold_word_coverage, parse_links, piece_words,
+                                               diagonal_links, gold_word_coverage, parse_links,
                                                read_bitext, read_gold, unmarked_romanian,
-                                               without_marks, word_links)
+                                               without_marks)
 from ssan_plugin.translation.textio import PipelineError
 
 
@@ -51,14 +52,6 @@ def test_perfect_and_empty_alignments():
     assert (nothing.precision, nothing.recall, nothing.aer) == (0.0, 0.0, 1.0)
     with pytest.raises(PipelineError, match="1 predicted alignments for 2 gold sentences"):
         alignment_scores([set()], reference)
-
-
-def test_pieces_map_to_the_words_they_spell():
-    source = ["\u2581Cor", "nel", "\u2581Nist", "ores", "cu"]
-    target = ["\u2581by", "\u2581Cornel", "\u2581Nistorescu"]
-    assert piece_words(source) == [0, 0, 1, 1, 1]
-    assert piece_words(["nel", "\u2581x"]) == [0, 1]  # a first piece without the mark: word 0
-    assert word_links({(0, 1), (1, 1), (3, 2), (4, 2)}, source, target) == {(0, 1), (1, 2)}
 
 
 def test_links_outside_the_sentence_are_one_line():

@@ -20,6 +20,10 @@ from typing import Dict, FrozenSet, Iterable, List, Sequence, Set, Tuple
 from .textio import PipelineError, read_lines
 
 Link = Tuple[int, int]
+#: the link sets of an aligner that aligns both ways (the eflomal peer, the diagonal), in order:
+#: forward (each B word linked to at most one A word), reverse (each A word to at most one B
+#: word), their intersection and their union
+DIRECTIONS = ("forward", "reverse", "intersection", "union")
 LINK = re.compile(r"^(\d+)([-?p])(\d+)$")
 
 
@@ -181,12 +185,9 @@ def alignment_scores(predicted: Sequence[Iterable[Link]], gold: Sequence[GoldAli
 def diagonal_links(len_a: int, len_b: int) -> Dict[str, Set[Link]]:
     """The diagonal reference, which needs no training: each word linked to the word of the other
     side at the same relative position (the word whose span of [0, 1) holds its span's centre).
-    {direction: links (A word, B word), 0-based} for the directions of the statistical peer:
-    forward (each B word linked to one A word), reverse (each A word to one B word), their
-    intersection and their union."""
+    {direction: links (A word, B word), 0-based} for each of :data:`DIRECTIONS`."""
     if len_a < 1 or len_b < 1:
         raise PipelineError(f"a sentence pair with an empty side ({len_a} and {len_b} words)")
     forward = {((2 * j + 1) * len_a // (2 * len_b), j) for j in range(len_b)}
     reverse = {(i, (2 * i + 1) * len_b // (2 * len_a)) for i in range(len_a)}
-    return {"forward": forward, "reverse": reverse, "intersection": forward & reverse,
-            "union": forward | reverse}
+    return dict(zip(DIRECTIONS, (forward, reverse, forward & reverse, forward | reverse)))

@@ -18,13 +18,9 @@ import tempfile
 from pathlib import Path
 from typing import Dict, List, Sequence, Set, Tuple
 
-from .alignment import Link
+from .alignment import DIRECTIONS, Link
 from .languages import LanguageConfig
 from .textio import PipelineError, read_lines
-
-#: the link sets reported for eflomal, in this order
-DIRECTIONS = ("forward", "reverse", "intersection", "union")
-
 
 def tokenised_corpus(prefix: str, lang_a: str, lang_b: str) -> List[Tuple[str, str]]:
     """``PREFIX.A`` / ``PREFIX.B`` raw parallel text -> tokenised pairs (empty sides dropped)."""
@@ -66,6 +62,5 @@ def eflomal_links(corpus: Sequence[Tuple[str, str]],
         Aligner().align(sources, targets, links_filename_fwd=str(fwd), links_filename_rev=str(rev),
                         quiet=True)
         forward, reverse = (read_pharaoh(path, len(pairs), len(sources)) for path in (fwd, rev))
-    return {"forward": forward, "reverse": reverse,
-            "intersection": [f & r for f, r in zip(forward, reverse)],
-            "union": [f | r for f, r in zip(forward, reverse)]}
+    return dict(zip(DIRECTIONS, (forward, reverse, [f & r for f, r in zip(forward, reverse)],
+                                 [f | r for f, r in zip(forward, reverse)])))

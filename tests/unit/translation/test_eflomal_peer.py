@@ -7,8 +7,8 @@ import random
 import pytest
 
 from ssan_plugin.errors import PipelineError
-from ssan_plugin.translation.alignment import GoldAlignment, alignment_scores
-from ssan_plugin.translation.eflomal_peer import DIRECTIONS, eflomal_links, tokenised_corpus
+from ssan_plugin.translation.alignment import DIRECTIONS, GoldAlignment, alignment_scores
+from ssan_plugin.translation.eflomal_peer import eflomal_links, tokenised_corpus
 
 
 def test_the_corpus_is_moses_tokenised_and_empty_sides_dropped(tmp_path):

@@ -4,9 +4,9 @@ package) trained on a parallel corpus plus the sentences to align, as aligners a
 The corpus's raw sentences are tokenised as ``ssan-prepare-translation`` tokenises them with its
 default options (normalisation and Moses tokenisation, ``LanguageConfig.create``; the peer reads
 no data manifest, so options such as ``--romanian-remove-diacritics`` are not applied) so that
-their tokens look like the gold set's, which is tokenised already and passed as it is. eflomal aligns in both
-directions; the links reported are the forward ones (A to B), the reverse ones, and their
-intersection and union. The grow-diag-final family of symmetrisations is not computed:
+their tokens look like the gold set's, which is tokenised already and passed as it is. eflomal
+aligns in both directions; the links reported are the forward ones (A to B), the reverse ones,
+and their intersection and union. The grow-diag-final family of symmetrisations is not computed:
 fast_align's atools is on no package index, and NLTK's ``grow_diag_final_and`` returns the
 union (its "not yet aligned" test looks integers up among the keys 'e' and 'f', so it always
 passes). eflomal's sampler draws from a seed of its own that cannot be set from Python: two

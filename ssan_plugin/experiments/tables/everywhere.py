@@ -114,8 +114,8 @@ def held_apart_scores(path: Path) -> Tuple[Dict[str, float], List[str]]:
     return scores, named
 
 
-#: the aligners ``ssan-align`` scores beside a model (its JSON's ``peer``): the table's label, and
-#: what its runs column says
+#: the aligners ``ssan-align`` scores beside a model (its JSON's ``peer``) and their label in the
+#: table
 PEERS = {"eflomal": "eflomal (peer)", "diagonal": "diagonal (reference, no training)"}
 
 

@@ -18,10 +18,11 @@ entry with ``--links-of all``) and, with ``--links``, the rule's links, one sent
 A cross selection that links most pairs makes every layer's links megabytes for a few hundred
 sentences; the counts are all that the scores and their significance tests need.
 
-``--eflomal-train PREFIX`` (instead of ``--data`` / ``--checkpoint``): the statistical peer,
-eflomal trained on ``PREFIX.A`` / ``PREFIX.B`` (raw parallel text, Moses-tokenised here) plus the
-bitext, scored against the same gold in a layout with directions (forward, reverse, intersection
-and union) instead of layers, each score the mean over its runs
+``--eflomal-train PREFIX`` (instead of ``--checkpoint``): the statistical peer, eflomal trained
+on ``PREFIX.A`` / ``PREFIX.B`` (raw parallel text, tokenised here as ``--data``'s manifest says
+when given, e.g. without Romanian diacritics, else as preparation's defaults) plus the bitext,
+scored against the same gold in a layout with directions (forward, reverse, intersection and
+union) instead of layers, each score the mean over its runs
 (ssan_plugin/translation/eflomal_peer.py). Its report also says how the training text writes the
 bitext's words (``gold_words``: tokens never seen there, and tokens it writes mostly with other
 diacritics), which is how a model trained on that text reads them.
@@ -57,7 +58,9 @@ def bitext_langs(path: str, given) -> tuple:
 @script_main(prog=prog)
 def main(argv=None) -> int:
     parser = ArgumentParser(prog=prog(), description=__doc__)
-    parser.add_argument("--data", help="data-bin written by ssan-prepare-translation")
+    parser.add_argument("--data", help="data-bin written by ssan-prepare-translation (with "
+                                       "--eflomal-train: the peer's text is tokenised as its "
+                                       "manifest says)")
     parser.add_argument("--checkpoint", help="fairseq checkpoint (.pt)")
     parser.add_argument("--eflomal-train", metavar="PREFIX",
                         help="align with eflomal trained on PREFIX.A / PREFIX.B plus the bitext "
@@ -87,11 +90,12 @@ def main(argv=None) -> int:
                                         "first run's)")
     add_overwrite(parser)
     args = parser.parse_args(argv)
-    model_given = args.data is not None or args.checkpoint is not None
-    aligners = int(model_given) + int(args.eflomal_train is not None) + int(args.diagonal)
-    if aligners != 1 or (model_given and not (args.data and args.checkpoint)):
-        parser.error("give --data and --checkpoint (a model), --eflomal-train (the peer) or "
-                     "--diagonal (the reference), one of them")
+    aligners = int(args.checkpoint is not None) + int(args.eflomal_train is not None) + int(args.diagonal)
+    if (aligners != 1 or (args.checkpoint and not args.data)
+            or (args.data and not (args.checkpoint or args.eflomal_train))):
+        parser.error("give --data and --checkpoint (a model), --eflomal-train (the peer; with "
+                     "--data, its text tokenised as that data-bin's) or --diagonal (the "
+                     "reference), one of them")
     side_a, side_b = bitext_langs(args.bitext, args.langs)
     outputs = [output_file("--out", args.out)] + ([output_file("--links", args.links)] if args.links else [])
     corpus = [Input("--eflomal-train", f"{args.eflomal_train}.{lang}") for lang in (side_a, side_b)
@@ -211,8 +215,16 @@ def peer(args, pairs, gold, side_a: str, side_b: str) -> int:
 
     from ssan_plugin.translation.alignment import gold_word_coverage
     from ssan_plugin.translation.eflomal_peer import eflomal_links, tokenised_corpus
+    from ssan_plugin.translation.pipeline import language_config_from_manifest, load_manifest
 
-    corpus = tokenised_corpus(args.eflomal_train, side_a, side_b)
+    configs = None
+    if args.data:  # the text as the compared models read it
+        manifest = load_manifest(args.data)
+        if {side_a, side_b} != {manifest["src"], manifest["tgt"]}:
+            raise PipelineError(f"--data prepares {manifest['src']}-{manifest['tgt']}, the bitext is "
+                                f"{side_a}-{side_b} (--langs)")
+        configs = {lang: language_config_from_manifest(manifest, lang) for lang in (side_a, side_b)}
+    corpus = tokenised_corpus(args.eflomal_train, side_a, side_b, configs)
     runs = [eflomal_links(corpus, pairs) for _ in tqdm(range(args.eflomal_runs), desc="eflomal",
                                                        file=sys.stderr)]
     # how the training text writes the bitext's words (a model trained on it reads them so)
@@ -222,7 +234,8 @@ def peer(args, pairs, gold, side_a: str, side_b: str) -> int:
         print(f"{lang} words of --bitext: {entry['tokens']}; never in the training text "
               f"{entry['unseen']}; written there mostly with other diacritics {entry['other_marks']}")
     write_directions(args, "eflomal", runs, pairs, gold, side_a, side_b,
-                     {"train": args.eflomal_train, "train_pairs": len(corpus), "gold_words": coverage})
+                     {"train": args.eflomal_train, "data": args.data, "train_pairs": len(corpus),
+                      "gold_words": coverage})
     return 0
 
 

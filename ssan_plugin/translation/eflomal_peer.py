@@ -1,10 +1,11 @@
 """The statistical peer of ``ssan-align``: eflomal (Östling and Tiedemann 2016; the ``eflomal``
 package) trained on a parallel corpus plus the sentences to align, as aligners are used.
 
-The corpus's raw sentences are tokenised as ``ssan-prepare-translation`` tokenises them with its
-default options (normalisation and Moses tokenisation, ``LanguageConfig.create``; the peer reads
-no data manifest, so options such as ``--romanian-remove-diacritics`` are not applied) so that
-their tokens look like the gold set's, which is tokenised already and passed as it is. eflomal
+The corpus's raw sentences are tokenised as ``ssan-prepare-translation`` tokenises them
+(normalisation and Moses tokenisation, ``LanguageConfig.pretokenise``): with the options a data
+manifest records when one is given (``ssan-align --data``, e.g. ``--romanian-remove-diacritics``),
+else with preparation's defaults; so that their tokens look like the gold set's (tokenised
+already and passed as it is) and like the text the compared models read. eflomal
 aligns in both directions; the links reported are the forward ones (A to B), the reverse ones,
 and their intersection and union. The grow-diag-final family of symmetrisations is not computed:
 fast_align's atools is on no package index, and NLTK's ``grow_diag_final_and`` returns the
@@ -16,20 +17,23 @@ times and each score reported as the runs' mean and spread.
 
 import tempfile
 from pathlib import Path
-from typing import Dict, List, Sequence, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from .alignment import DIRECTIONS, Link
 from .languages import LanguageConfig
 from .textio import PipelineError, read_lines
 
-def tokenised_corpus(prefix: str, lang_a: str, lang_b: str) -> List[Tuple[str, str]]:
-    """``PREFIX.A`` / ``PREFIX.B`` raw parallel text -> tokenised pairs (empty sides dropped)."""
+def tokenised_corpus(prefix: str, lang_a: str, lang_b: str,
+                     configs: Optional[Dict[str, LanguageConfig]] = None) -> List[Tuple[str, str]]:
+    """``PREFIX.A`` / ``PREFIX.B`` raw parallel text -> tokenised pairs (empty sides dropped),
+    each side as ``configs[lang]`` says (a data manifest's languages), else as preparation's
+    defaults (``LanguageConfig.create(lang, segmented=False)``)."""
     sides = []
     for lang in (lang_a, lang_b):
         path = Path(f"{prefix}.{lang}")
         if not path.is_file():
             raise PipelineError(f"--eflomal-train {prefix}: no {path}")
-        config = LanguageConfig.create(lang, segmented=False)
+        config = configs[lang] if configs else LanguageConfig.create(lang, segmented=False)
         sides.append([config.pretokenise(line) for line in read_lines(path)])
     if len(sides[0]) != len(sides[1]):
         raise PipelineError(f"--eflomal-train {prefix}: {len(sides[0])} {lang_a} lines, "

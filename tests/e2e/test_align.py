@@ -266,12 +266,54 @@ def test_the_eflomal_peer_is_scored_in_the_same_layout(models, tmp_path, capsys)
         assert 0 <= entry["unseen"] <= entry["tokens"] and 0 <= entry["other_marks"] <= entry["tokens"]
     printed = capsys.readouterr().out
     assert "eflomal forward: AER" in printed and f"{side_a} words of --bitext: " in printed
-    # a model and the peer at once, the peer and the diagonal, or none: refused by argparse (exit 2)
-    for argv in (["--eflomal-train", "x", "--data", str(data)], ["--eflomal-train", "x", "--diagonal"],
-                 ["--diagonal", "--checkpoint", str(plain)], []):
+    assert report["data"] is None
+    # a model and the peer at once, the peer and the diagonal, --data alone or with the diagonal,
+    # or nothing: refused by argparse (exit 2)
+    for argv in (["--eflomal-train", "x", "--data", str(data), "--checkpoint", str(plain)],
+                 ["--eflomal-train", "x", "--diagonal"], ["--diagonal", "--checkpoint", str(plain)],
+                 ["--diagonal", "--data", str(data)], ["--data", str(data)], []):
         with pytest.raises(SystemExit) as info:
             align.main([*argv, "--bitext", str(bitext), "--out", str(tmp_path / "n.json")])
         assert info.value.code == 2
+
+
+def test_the_peer_reads_its_text_as_the_data_manifest_says(models, tmp_path, capsys):
+    """--eflomal-train with --data: the training text is tokenised with the manifest's options.
+    A manifest that removes Romanian diacritics makes the training text write "numarul", so the
+    bitext's two "numărul" are no longer seen in it as written; a data-bin of another pair is
+    refused in one line."""
+    data, *_, bitext, gold, root = models
+    manifest = json.loads((data / "manifest.json").read_text())
+    assert manifest["languages"]["ro"]["romanian_remove_diacritics"] is False
+    manifest["languages"]["ro"]["romanian_remove_diacritics"] = True
+    plain_data = tmp_path / "without-diacritics"
+    plain_data.mkdir()
+    (plain_data / "manifest.json").write_text(json.dumps(manifest))
+    reports = {}
+    for name, extra in (("defaults", []), ("data", ["--data", str(data)]),
+                        ("without", ["--data", str(plain_data)])):
+        out = tmp_path / f"{name}.json"
+        assert align.main(["--eflomal-train", str(root / "raw" / "train"), "--bitext", str(bitext),
+                           "--gold", str(gold), "--out", str(out), "--eflomal-runs", "1", *extra]) == 0
+        reports[name] = json.loads(out.read_text())
+    assert reports["data"]["data"] == str(data)
+    assert reports["data"]["gold_words"] == reports["defaults"]["gold_words"]  # the same options
+    unseen = {name: report["gold_words"]["ro"]["unseen"] for name, report in reports.items()}
+    assert unseen["without"] == unseen["defaults"] + 2
+    assert reports["without"]["gold_words"]["en"] == reports["defaults"]["gold_words"]["en"]
+    manifest["src"], manifest["tgt"] = "en", "de"
+    manifest["languages"] = {"en": manifest["languages"]["en"],
+                             "de": dict(manifest["languages"]["ro"], lang="de")}
+    other = tmp_path / "en-de"
+    other.mkdir()
+    (other / "manifest.json").write_text(json.dumps(manifest))
+    capsys.readouterr()
+    status = align.main(["--eflomal-train", str(root / "raw" / "train"), "--bitext", str(bitext),
+                         "--out", str(tmp_path / "n.json"), "--data", str(other)])
+    err = capsys.readouterr().err
+    assert status == 2 and err.strip().splitlines() == [
+        "align.py: error: --data prepares en-de, the bitext is en-ro (--langs)"], err
+    assert not (tmp_path / "n.json").exists()
 
 
 def test_the_diagonal_reference_is_scored_in_the_peers_layout(models, tmp_path, capsys):

@@ -9,6 +9,7 @@ import pytest
 from ssan_plugin.errors import PipelineError
 from ssan_plugin.translation.alignment import DIRECTIONS, GoldAlignment, alignment_scores
 from ssan_plugin.translation.eflomal_peer import eflomal_links, tokenised_corpus
+from ssan_plugin.translation.languages import LanguageConfig
 
 
 def test_the_corpus_is_moses_tokenised_and_empty_sides_dropped(tmp_path):
@@ -16,6 +17,19 @@ def test_the_corpus_is_moses_tokenised_and_empty_sides_dropped(tmp_path):
     (tmp_path / "train.ro").write_text("Casa, e verde.\nCeva.\nUn câine.\n", "utf-8")
     pairs = tokenised_corpus(str(tmp_path / "train"), "en", "ro")
     assert pairs == [("The house , it 's green .", "Casa , e verde ."), ("A dog .", "Un câine .")]
+
+
+def test_the_corpus_follows_the_languages_it_is_given(tmp_path):
+    """A data manifest's options (here: Romanian without diacritics, aggressive dash splits)
+    are applied; the defaults are preparation's (which keeps diacritics, comma-below forms)."""
+    (tmp_path / "train.en").write_text("A well-known dog.\n", "utf-8")
+    (tmp_path / "train.ro").write_text("Un câine ştiut.\n", "utf-8")
+    configs = {"en": LanguageConfig.create("en", False, aggressive_dash_splits=True),
+               "ro": LanguageConfig.create("ro", False, romanian_remove_diacritics=True)}
+    assert tokenised_corpus(str(tmp_path / "train"), "en", "ro", configs) == [
+        ("A well @-@ known dog .", "Un caine stiut .")]
+    assert tokenised_corpus(str(tmp_path / "train"), "en", "ro") == [
+        ("A well-known dog .", "Un câine știut .")]  # cedilla -> comma below, as preparation
 
 
 def test_bad_corpora_are_one_line(tmp_path):

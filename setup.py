@@ -8,7 +8,8 @@ fairseq itself is NOT declared: two distributions provide the same `fairseq` pac
 `fairseq` (0.12.2, which does not run on Python 3.11) and `fairseq-fixed` (0.12.3.1, the same
 code with the 3.11 fix). pip cannot express "either", and naming one would make pip install it
 over the other, replacing the user's fairseq. Install one of them first (README, "Packaging");
-`import ssan_plugin` fails with "No module named 'fairseq'" without it. Declaring
+without it, training and every command that loads a model fail with "No module named 'fairseq'"
+(`import ssan_plugin` alone does not import fairseq). Declaring
 `fairseq-fixed` would also be unsafe for another reason: it is a source release whose isolated
 build pulls a CUDA torch unless installed with --no-build-isolation.
 

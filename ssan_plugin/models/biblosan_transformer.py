@@ -21,7 +21,8 @@ class BiBloSANOptions(FairseqDataclass):
         default="all", metadata={"help": "encoder layers (0-based) using Bi-BloSA: all or I,J,..."}
     )
     biblosan_block_length: int = field(
-        default=0, metadata={"help": "block length r >= 0; 0 = ceil((2T)^(1/3)) per batch"}
+        default=0, metadata={"help": "block length r >= 0; 0 = ceil((2n)^(1/3)) per sentence "
+                                     "of n tokens"}
     )
 
 

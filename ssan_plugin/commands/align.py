@@ -10,7 +10,8 @@ model translates either way round, and links are written as the gold writes them
 first, 1-based ``i-j``). With ``--gold``: precision, recall and AER (sure and possible links)
 per reading and decoder layer, the rule fixed in advance (predicted, penultimate layer) reported
 first, and the held-apart choice (each half of the pairs aligned with the reading and layer
-best on the other half).
+best on the other half; with one pair it is not made, and the report says so). An option of
+another aligner (``--map`` with the peer, ``--eflomal-runs`` with a model, ...) is refused.
 
 Writes ``--out`` (JSON: the scores and per-sentence counts of every reading and layer and of
 the held-apart choice; the links of the rule's entry and of the held-apart choice, or of every
@@ -43,6 +44,7 @@ from ssan_plugin.cli.files import Input, guard_outputs, output_file
 from ssan_plugin.commands import command_prog
 
 prog = command_prog(__file__)
+EFLOMAL_RUNS = 5  # the peer's runs by default (its sampler takes no seed)
 
 
 def bitext_langs(path: str, given) -> tuple:
@@ -68,23 +70,24 @@ def main(argv=None) -> int:
     parser.add_argument("--diagonal", action="store_true",
                         help="the diagonal reference (each word linked to the word at the same "
                              "relative position) instead of a model")
-    parser.add_argument("--eflomal-runs", type=positive_int, default=5,
-                        help="eflomal runs (it samples; scores are their mean and spread)")
+    parser.add_argument("--eflomal-runs", type=positive_int,
+                        help=f"eflomal runs (it samples; scores are their mean and spread; "
+                             f"default {EFLOMAL_RUNS})")
     parser.add_argument("--bitext", required=True, help="tokenised sentence pairs, 'A ||| B' a line")
     parser.add_argument("--gold", help="gold links of the bitext, 1-based i-j (sure), i?j / ipj "
                                        "(possible), A's word first")
     parser.add_argument("--langs", help="the bitext's sides A-B (default: the bitext's suffix)")
-    parser.add_argument("--map", choices=("weights", "selection"), default="weights",
-                        help="cross attention weights (any model) or cross selection "
-                             "(--cross-selector models)")
+    parser.add_argument("--map", choices=("weights", "selection"),
+                        help="a model's cross attention weights (any model; the default) or "
+                             "cross selection (--cross-selector models)")
     parser.add_argument("--out", required=True,
                         help="JSON of every reading and layer's scores and per-sentence counts, "
                              "with links as --links-of says (the peer and the diagonal: per "
                              "direction, scores and links)")
-    parser.add_argument("--links-of", choices=("chosen", "all"), default="chosen",
-                        help="the links --out keeps: the rule's and the held-apart choice's "
-                             "(chosen) or every reading and layer's (all); scores and "
-                             "per-sentence counts are kept for every one")
+    parser.add_argument("--links-of", choices=("chosen", "all"),
+                        help="the links a model's --out keeps: the rule's and the held-apart "
+                             "choice's (chosen, the default) or every reading and layer's (all); "
+                             "scores and per-sentence counts are kept for every one")
     parser.add_argument("--links", help="the rule layer's links, one sentence a line (the peer "
                                         "and the diagonal: the forward direction's, the peer's "
                                         "first run's)")
@@ -96,6 +99,16 @@ def main(argv=None) -> int:
         parser.error("give --data and --checkpoint (a model), --eflomal-train (the peer; with "
                      "--data, its text tokenised as that data-bin's) or --diagonal (the "
                      "reference), one of them")
+    # an option of another aligner is refused, never ignored
+    given = [option for option, value, aligner in (
+        ("--map", args.map, args.checkpoint), ("--links-of", args.links_of, args.checkpoint),
+        ("--eflomal-runs", args.eflomal_runs, args.eflomal_train)) if value is not None and not aligner]
+    if given:
+        parser.error(f"{', '.join(given)}: not an option of this aligner (--map and --links-of "
+                     f"are a model's, --eflomal-runs the peer's)")
+    args.map = args.map or "weights"
+    args.links_of = args.links_of or "chosen"
+    args.eflomal_runs = args.eflomal_runs or EFLOMAL_RUNS
     side_a, side_b = bitext_langs(args.bitext, args.langs)
     outputs = [output_file("--out", args.out)] + ([output_file("--links", args.links)] if args.links else [])
     corpus = [Input("--eflomal-train", f"{args.eflomal_train}.{lang}") for lang in (side_a, side_b)
@@ -183,6 +196,10 @@ def main(argv=None) -> int:
             "choices": [{"fold": fold, "reading": reading, "layer": layer, "aer_on_other_folds": aer}
                         for fold, ((reading, layer), aer) in enumerate(zip(held.choices, held.chosen_on_aer))],
             "links": [format_links(s) for s in held.links]}, held.links)
+    elif gold is not None:  # said, not silently left out
+        report["held_apart"] = None
+        report["held_apart_not_made"] = (f"{len(pairs)} sentence pair: the held-apart choice "
+                                         f"needs at least {FOLDS}, one a fold")
     Path(args.out).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     rule_entry = readings[RULE_READING][result.rule_layer]
     if args.links:
@@ -205,6 +222,8 @@ def main(argv=None) -> int:
         chosen = "; ".join(f"fold {c['fold']}: {c['reading']}, layer {c['layer']}" for c in entry["choices"])
         print(f"held-apart choice ({chosen}): AER {100 * entry['aer']:.1f}, precision "
               f"{100 * entry['precision']:.1f}, recall {100 * entry['recall']:.1f}")
+    elif gold is not None:
+        print(f"held-apart choice: not made ({report['held_apart_not_made']})")
     return 0
 
 

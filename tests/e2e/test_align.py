@@ -13,6 +13,7 @@ layout."""
 import itertools
 import json
 import re
+import statistics
 
 import pytest
 import torch
@@ -27,6 +28,22 @@ from ssan_plugin.translation.alignment import (alignment_scores, parse_links, re
                                                without_marks)
 
 TRAIN = ["--decoder-layers", "2", "--encoder-layers", "2"]
+
+
+def scores_by_hand(predicted, reference):
+    """(precision, recall, AER) of link sets against gold, from their definitions (Och and Ney
+    2003): |A & P| / |A|, |A & S| / |S|, 1 - (|A & S| + |A & P|) / (|A| + |S|), summed over
+    sentences."""
+    a = sum(len(x) for x in predicted)
+    s = sum(len(g.sure) for g in reference)
+    a_s = sum(len(x & g.sure) for x, g in zip(predicted, reference))
+    a_p = sum(len(x & g.possible) for x, g in zip(predicted, reference))
+    return a_p / a, a_s / s, 1 - (a_s + a_p) / (a + s)
+
+
+def assert_scored(entry, predicted, reference):
+    precision, recall, aer = scores_by_hand(predicted, reference)
+    assert (entry["precision"], entry["recall"], entry["aer"]) == pytest.approx((precision, recall, aer))
 
 
 @pytest.fixture(scope="module")
@@ -93,8 +110,8 @@ def test_the_command_reports_every_layer_and_scores_its_own_links(models, tmp_pa
                 assert all(i < len(a.split()) and j < len(b.split()) for i, j in sentence)
                 assert len({j for _, j in sentence}) == len(b.split())  # argmax: every target word linked
             assert entry["unlinked_pieces"] == 0  # softmax: no row is all zero
-            scores = alignment_scores(predicted, reference)
-            assert entry["aer"] == pytest.approx(scores.aer) and entry["predicted"] == scores.predicted
+            assert_scored(entry, predicted, reference)
+            assert entry["predicted"] == sum(map(len, predicted))
             assert entry["sentence_counts"] == [  # |A|, |S|, |P|, |A&S|, |A&P| a sentence
                 [len(x), len(g.sure), len(g.possible), len(x & g.sure), len(x & g.possible)]
                 for x, g in zip(predicted, reference)]
@@ -111,8 +128,7 @@ def test_the_command_reports_every_layer_and_scores_its_own_links(models, tmp_pa
         assert [held["links"][k] for k in own] == [report["readings"][best[0]][best[1]]["links"][k] for k in own]
     assert report["sentence_counts_are"] == ["predicted", "sure", "possible", "predicted_sure",
                                              "predicted_possible"]
-    assert held["aer"] == pytest.approx(alignment_scores(
-        [parse_links(line, "json")[0] for line in held["links"]], reference).aer)
+    assert_scored(held, [parse_links(line, "json")[0] for line in held["links"]], reference)
     printed = capsys.readouterr().out.splitlines()
     assert printed[0].startswith("predicted, layer 0 (the rule: penultimate decoder layer): AER ")
     assert printed[-1].startswith("held-apart choice (fold 0: ")
@@ -219,6 +235,48 @@ def test_bad_input_is_one_line(models, tmp_path, capsys):
     for aligner in (["--diagonal"], ["--data", str(data), "--checkpoint", str(plain)]):
         assert align.main([*aligner, "--bitext", str(empty), "--out", str(tmp_path / "e.json")]) == 2
         assert "holds no sentence pair" in capsys.readouterr().err
+    # the bitext's sides, a line with an empty side, a malformed gold link, a peer's --data without
+    # a manifest: one line each, named, before any model or aligner runs
+    no_suffix = tmp_path / "pairs"
+    no_suffix.write_text(bitext.read_text("utf-8"), "utf-8")
+    half = tmp_path / "half.en-ro"
+    half.write_text("A house . ||| O casă .\nThe house . ||| \n", "utf-8")
+    bad_gold = tmp_path / "bad.gold"
+    bad_gold.write_text("1-1\n1-1 2x2\n1-1\n", "utf-8")
+    (tmp_path / "no-manifest").mkdir()
+    model = ["--data", str(data), "--checkpoint", str(plain)]
+    cases = [
+        ([*model, "--bitext", str(bitext), "--langs", "en"], "--langs: name the bitext's two sides as A-B (e.g. ro-en); got 'en'"),
+        ([*model, "--bitext", str(bitext), "--langs", "en-ro-de"], "got 'en-ro-de'"),
+        ([*model, "--bitext", str(bitext), "--langs=-ro"], "got '-ro'"),
+        ([*model, "--bitext", str(no_suffix)], f"{no_suffix} has no such suffix"),
+        ([*model, "--bitext", str(half)], f"{half}: line 2 has an empty side"),
+        ([*model, "--bitext", str(bitext), "--gold", str(bad_gold)],
+         f"{bad_gold}: line 2: '2x2' is not a link i-j (sure) or i?j / ipj (possible)"),
+        (["--eflomal-train", str(root / "raw" / "train"), "--data", str(tmp_path / "no-manifest"),
+          "--bitext", str(bitext)], "manifest.json not found"),
+    ]
+    for argv, message in cases:
+        status = align.main([*argv, "--out", str(tmp_path / "b.json")])
+        err = capsys.readouterr().err
+        assert status == 2 and len(err.strip().splitlines()) == 1 and message in err, (argv, err)
+        assert not (tmp_path / "b.json").exists()
+
+
+def test_a_held_apart_choice_that_cannot_be_made_is_said(models, tmp_path, capsys):
+    """One sentence pair cannot be split into two folds: the report and the printout say that
+    the held-apart choice was not made, instead of leaving it out silently."""
+    data, plain, _, bitext, gold, _ = models
+    one, one_gold = tmp_path / "one.en-ro", tmp_path / "one.gold"
+    one.write_text(bitext.read_text("utf-8").splitlines()[0] + "\n", "utf-8")
+    one_gold.write_text(gold.read_text("utf-8").splitlines()[0] + "\n", "utf-8")
+    out = tmp_path / "one.json"
+    assert align.main(["--data", str(data), "--checkpoint", str(plain), "--bitext", str(one),
+                       "--gold", str(one_gold), "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["held_apart"] is None
+    assert report["held_apart_not_made"] == "1 sentence pair: the held-apart choice needs at least 2, one a fold"
+    assert capsys.readouterr().out.splitlines()[-1] == f"held-apart choice: not made ({report['held_apart_not_made']})"
 
 
 def test_show_selection_draws_the_decoder_sites_maps(models, tmp_path):
@@ -254,8 +312,12 @@ def test_the_eflomal_peer_is_scored_in_the_same_layout(models, tmp_path, capsys)
     reference = read_gold(gold)
     for entry in report["directions"]:
         predicted = [parse_links(line, "json")[0] for line in entry["links"]]  # the first run's
-        assert entry["aer_runs"][0] == pytest.approx(alignment_scores(predicted, reference).aer)
-        assert entry["aer"] == pytest.approx(sum(entry["aer_runs"]) / 3)
+        first_run = [entry[f"{field}_runs"][0] for field in ("precision", "recall", "aer")]
+        assert first_run == pytest.approx(scores_by_hand(predicted, reference))
+        for field in ("precision", "recall", "aer"):  # mean and sample standard deviation
+            runs = entry[f"{field}_runs"]
+            assert len(runs) == 3 and entry[field] == pytest.approx(statistics.mean(runs))
+            assert entry[f"{field}_sd"] == pytest.approx(statistics.stdev(runs))
     # the bitext's words against the training text, per side, counted over the bitext's tokens
     words = read_bitext(bitext)
     side_a, side_b = bitext.suffix[1:].split("-")
@@ -268,13 +330,25 @@ def test_the_eflomal_peer_is_scored_in_the_same_layout(models, tmp_path, capsys)
     assert "eflomal forward: AER" in printed and f"{side_a} words of --bitext: " in printed
     assert report["data"] is None
     # a model and the peer at once, the peer and the diagonal, --data alone or with the diagonal,
-    # or nothing: refused by argparse (exit 2)
-    for argv in (["--eflomal-train", "x", "--data", str(data), "--checkpoint", str(plain)],
-                 ["--eflomal-train", "x", "--diagonal"], ["--diagonal", "--checkpoint", str(plain)],
-                 ["--diagonal", "--data", str(data)], ["--data", str(data)], []):
+    # --checkpoint without --data, or nothing: refused by argparse (exit 2); so is an option of
+    # another aligner, which would otherwise be ignored
+    model = ["--data", str(data), "--checkpoint", str(plain)]
+    for argv, message in (
+            (["--eflomal-train", "x", *model], "one of them"),
+            (["--eflomal-train", "x", "--diagonal"], "one of them"),
+            (["--diagonal", "--checkpoint", str(plain)], "one of them"),
+            (["--diagonal", "--data", str(data)], "one of them"),
+            (["--data", str(data)], "one of them"), (["--checkpoint", str(plain)], "one of them"),
+            ([], "one of them"),
+            (["--diagonal", "--map", "selection"], "--map: not an option of this aligner"),
+            (["--eflomal-train", "x", "--links-of", "all"], "--links-of: not an option"),
+            (["--diagonal", "--eflomal-runs", "2"], "--eflomal-runs: not an option"),
+            ([*model, "--eflomal-runs", "2", "--map", "weights"], "error: --eflomal-runs: not an option"),
+            (["--eflomal-train", "x", "--map", "weights", "--links-of", "chosen"],
+             "--map, --links-of: not an option")):
         with pytest.raises(SystemExit) as info:
             align.main([*argv, "--bitext", str(bitext), "--out", str(tmp_path / "n.json")])
-        assert info.value.code == 2
+        assert info.value.code == 2 and message in capsys.readouterr().err, argv
 
 
 def test_the_peer_reads_its_text_as_the_data_manifest_says(models, tmp_path, capsys):
@@ -329,7 +403,7 @@ def test_the_diagonal_reference_is_scored_in_the_peers_layout(models, tmp_path, 
     words, reference = read_bitext(bitext), read_gold(gold)
     for entry in report["directions"]:
         predicted = [parse_links(line, "json")[0] for line in entry["links"]]
-        assert entry["aer"] == pytest.approx(alignment_scores(predicted, reference).aer)
+        assert_scored(entry, predicted, reference)
         assert entry["aer_runs"] == [entry["aer"]] and entry["aer_sd"] == 0.0
     forward = [parse_links(line, "json")[0] for line in report["directions"][0]["links"]]
     for (a, b), sentence in zip(words, forward):  # each B word once, at its relative position

@@ -61,3 +61,31 @@ def test_a_word_for_word_corpus_is_aligned_one_to_one():
         assert alignment_scores(links[name], gold).aer < 0.05, name
     for f, r, i, u in zip(*(links[name] for name in DIRECTIONS)):
         assert i == f & r and u == f | r
+
+
+def test_each_direction_links_as_its_name_says():
+    """Each A word translated as two B words: the forward links give each B word one A word
+    (both of a word's B halves to it), the reverse links each A word one B word (one of its two
+    halves); links are (A word, B word). Reading the links file the wrong way round or the two
+    files swapped fails here, which the one-to-one corpus above cannot show."""
+    rng = random.Random(1)
+    vocabulary = [f"w{i}" for i in range(40)]
+    halves = {w: [f"t{i}a", f"t{i}b"] for i, w in enumerate(vocabulary)}
+    corpus = []
+    for _ in range(400):
+        words = rng.sample(vocabulary, rng.randint(3, 8))
+        corpus.append((" ".join(words), " ".join(t for w in words for t in halves[w])))
+    tests = [(words, [t for w in words for t in halves[w]]) for words in
+             (rng.sample(vocabulary, rng.randint(4, 7)) for _ in range(20))]
+    links = eflomal_links(corpus, tests)
+    for name in DIRECTIONS:
+        for (a, b), sentence in zip(tests, links[name]):
+            assert all(0 <= i < len(a) and 0 <= j < len(b) for i, j in sentence), name
+    forward_expected = [{(i, j) for j in range(len(b)) for i in (j // 2,)} for _, b in tests]
+    found = sum(len(f & e) for f, e in zip(links["forward"], forward_expected))
+    assert found >= 0.95 * sum(map(len, forward_expected))
+    assert all(len({j for _, j in f}) == len(f) for f in links["forward"])  # one A word a B word
+    assert all(len({i for i, _ in r}) == len(r) for r in links["reverse"])  # one B word an A word
+    reverse = [link for r in links["reverse"] for link in r]
+    assert len(reverse) >= 0.95 * sum(len(a) for a, _ in tests)
+    assert sum(j // 2 == i for i, j in reverse) >= 0.95 * len(reverse)

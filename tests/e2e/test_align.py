@@ -207,6 +207,27 @@ def test_selection_map_links_what_most_heads_select(models):
     assert {(r, l): result.unlinked[r][l] for r, l in unlinked} == unlinked
 
 
+def test_each_given_word_is_encoded_on_its_own(models):
+    """AnalysisInput.encode_words, how ssan-align maps pieces to the gold's words: each word's
+    pieces (the word Moses-tokenised on its own, written out by hand here, then sentencepiece)
+    in order, every piece indexed by its word; a word the tokeniser splits ("12," -> "12 ,")
+    or sentencepiece splits stays one word, and the words after it keep their indices."""
+    data, plain, *_ = models
+    inp = AnalysisInput(data, plain)
+    sp = inp.pipeline.sp
+    for side, words, tokenised in (
+            ("source", ["The", "housenumber", "12,", "green."], ["The", "housenumber", "12 ,", "green ."]),
+            ("target", ["Casa", "numărul", "12,", "verde"], ["Casa", "numărul", "12 ,", "verde"])):
+        expected = [sp.encode(text, out_type=str) for text in tokenised]
+        assert max(map(len, expected)) > 1  # some word is several pieces
+        encoded = inp.encode_words([words], side=side)[0]
+        assert encoded.pieces == [p for pieces in expected for p in pieces] + ["</s>"]
+        assert encoded.word_index == [k for k, pieces in enumerate(expected) for _ in pieces] + [-1]
+        assert encoded.n_words == len(words)
+        dictionary = inp.dictionary if side == "source" else inp.task.target_dictionary
+        assert encoded.tokens.tolist() == [dictionary.index(p) for p in encoded.pieces]  # unk too
+
+
 def test_bad_input_is_one_line(models, tmp_path, capsys):
     data, plain, _, bitext, gold, root = models
     cases = [

@@ -7,7 +7,8 @@ import torch
 from fairseq.models.transformer import TransformerConfig
 from fairseq.models.transformer.transformer_config import EncDecBaseConfig
 from fairseq.modules import MultiheadAttention
-from helpers.selectors import C, H, build, call, inputs, own_state_names, selector_args, spy_selections
+from helpers.selectors import (C, H, attend_by_hand, build, call, inputs, own_state_names,
+                               selector_args, spy_selections)
 
 from ssan_plugin.modules import AttentionVariantEncoderLayer
 from ssan_plugin.errors import OptionError
@@ -39,16 +40,39 @@ def test_in_fairseqs_encoder_layer_under_bf16_autocast(name):
     assert encoder_layer.self_attn.pop_selection() is not None
 
 
+class DropoutSpy(torch.nn.Module):
+    """The module's attention dropout, keeping what it was given and what it gave."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner, self.seen = inner, []
+
+    def forward(self, t):
+        out = self.inner(t)
+        self.seen.append((t, out))
+        return out
+
+
 @pytest.mark.parametrize("name", list(SELECTORS))
 def test_no_pads_and_attention_dropout(name):
     attn = build(name, dropout=0.5, double=False).train()
     x, _ = inputs(seed=2, dtype=torch.float32)
     attn.keep_selection = True
+    attn.dropout_module = DropoutSpy(attn.dropout_module)
     torch.manual_seed(3)
     given = spy_selections(attn)
     out, weights = call(attn, x, None, need_head_weights=True)
     record = attn.pop_selection()
     (selection,) = given
+    # the weights go through attention dropout (p = 0.5: kept ones doubled, some dropped), and
+    # the output is the values weighted by what dropout gave (times a gated head's gate)
+    ((before, after),) = attn.dropout_module.seen
+    gate = None if selection.output_gate is None else selection.output_gate.squeeze(-1)
+    returned = before if gate is None else before * gate.unsqueeze(-1)  # returned gated
+    torch.testing.assert_close(returned, weights.transpose(0, 1))
+    kept = after != 0
+    assert (before.ne(0) & ~kept).any() and torch.equal(after[kept], 2 * before[kept])
+    torch.testing.assert_close(out, attend_by_hand(attn, x, after, head_scale=gate), rtol=1e-4, atol=1e-5)
     # weights are returned before dropout; a row sums to 1, or 0 when nothing is selected (times
     # the gate of a gated head)
     rows = weights.sum(-1)

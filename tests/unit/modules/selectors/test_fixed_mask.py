@@ -140,3 +140,15 @@ def test_a_checkpoint_of_another_size_is_refused_in_one_line():
                                           r"built for 12 \(--max-source-positions\); use "
                                           r"--max-source-positions 8"):
         other.selector.upgrade_state_dict_named(state, "layers.0.self_attn.selector")
+
+
+def test_the_mask_logits_start_around_the_bias_given():
+    """--fixed-mask-init-bias B: the mask logits start as draws of N(B, 1), so a fraction of
+    about Phi(B) (the standard normal distribution function) of the pairs starts above 0."""
+    torch.manual_seed(0)
+    for bias in (0.0, 1.0, -2.0):
+        logits = FixedMaskSelector(H, 64, init_bias=bias).mask_logits.detach()
+        assert logits.numel() > 10000
+        assert abs(float(logits.mean()) - bias) < 0.03 and abs(float(logits.std()) - 1.0) < 0.03
+        share = float((logits > 0).double().mean())
+        assert abs(share - float(torch.distributions.Normal(0.0, 1.0).cdf(torch.tensor(bias)))) < 0.02

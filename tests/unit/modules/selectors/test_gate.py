@@ -74,3 +74,15 @@ def test_record_and_gradients():
 def test_bad_bias_refused():
     with pytest.raises(OptionError, match="--gate-init-bias must be finite"):
         GateSelector(8, 2, float("inf"))
+
+
+def test_the_gates_start_at_the_bias_given():
+    """--gate-init-bias B: every gate starts at sigmoid(x W_g + B) with W_g Xavier-uniform, so
+    the gate biases are B and a zero input gates every head by sigmoid(B)."""
+    for bias in (0.0, -1.5, 2.0):
+        attn = build("gate", gate_init_bias=bias)
+        assert torch.equal(attn.selector.gate_proj.bias, torch.full((H,), bias, dtype=torch.float64))
+        limit = (6 / (attn.selector.gate_proj.in_features + H)) ** 0.5  # Xavier-uniform's bound
+        assert attn.selector.gate_proj.weight.abs().max() <= limit
+        zero = torch.zeros(1, 1, attn.selector.gate_proj.in_features, dtype=torch.float64)
+        torch.testing.assert_close(gates_by_hand(attn, zero), torch.full((1, H, 1), bias).sigmoid().double())

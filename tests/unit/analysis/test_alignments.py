@@ -10,8 +10,8 @@ import random
 import pytest
 import torch
 
-from ssan_plugin.analysis.alignments import (held_apart_choice, head_mean, piece_links, rule_layer,
-                                             unlinked_pieces, word_links_of)
+from ssan_plugin.analysis.alignments import (READINGS, held_apart_choice, head_mean, piece_links,
+                                             rule_layer, unlinked_pieces, word_links_of)
 from ssan_plugin.analysis.inputs import Encoded
 from ssan_plugin.errors import PipelineError
 from ssan_plugin.translation.alignment import GoldAlignment
@@ -116,5 +116,12 @@ def test_the_held_apart_choice_uses_only_the_other_fold_and_prefers_the_rule_on_
     # equal everywhere: the rule wins every fold
     same = {"predicted": [right, right], "shifted": [right, right]}
     assert held_apart_choice(same, gold, ("predicted", 1)).choices == [("predicted", 1)] * 2
+    # a tie among the others, the rule worse: readings in READINGS order, then the lower layer
+    worse = [wrong[k] for k in range(4)]
+    tied = {"predicted": [worse, worse, right], "shifted": [right, worse, right]}
+    assert READINGS.index("predicted") < READINGS.index("shifted")
+    assert held_apart_choice(tied, gold, ("predicted", 1)).choices == [("predicted", 2)] * 2
+    tied["predicted"][2] = worse
+    assert held_apart_choice(tied, gold, ("predicted", 1)).choices == [("shifted", 0)] * 2
     with pytest.raises(PipelineError, match="needs at least 2 sentence pairs, got 1"):
         held_apart_choice({"predicted": [[right[0]]], "shifted": [[right[0]]]}, gold[:1], ("predicted", 0))

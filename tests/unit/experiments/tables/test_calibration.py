@@ -39,19 +39,23 @@ def test_simulated_table_one_row_per_cell(tmp_path):
 
 def test_an_archive_without_the_parts_is_replayed(tmp_path):
     """A simulated archive made before the cells held sentence_to_seed: the parts are measured
-    on its own nulls, replayed (calibration.variance_parts, the cell's seed n_seeds)."""
+    on its own nulls, replayed (calibration.variance_parts with the cell's seeds, the archive's
+    nulls, samples and sentences, and the cell's seed: as archived, else n_seeds). Every count
+    differs from the others, so an argument passed in another's place shows."""
     from ssan_plugin.stats.calibration import SCENARIOS, variance_parts
 
     record = simulated_record()
-    record.update(nulls=6, samples=30)
+    record.update(nulls=5, samples=30, n_sentences=40)
     for cell in record["cells"]:
         del cell["sentence_to_seed"]
         cell["spreads"] = SCENARIOS[cell["scenario"]]
+    record["cells"][1]["seed"] = 9
     path = tmp_path / "simulated.json"
     path.write_text(json.dumps(record))
-    parts = variance_parts(6, SCENARIOS["sentences dominate"], 6, 30, 150, seed=6)
-    assert simulated_table(path).splitlines()[3].endswith(
-        f"| {parts['median']:.2f} ({parts['q1']:.2f} to {parts['q3']:.2f}) |")
+    rows = simulated_table(path).splitlines()
+    for row, (scenario, seeds, seed) in zip(rows[2:], (("seeds dominate", 3, 3), ("sentences dominate", 6, 9))):
+        parts = variance_parts(seeds, SCENARIOS[scenario], 5, 30, 40, seed=seed)
+        assert row.endswith(f"| {parts['median']:.2f} ({parts['q1']:.2f} to {parts['q3']:.2f}) |"), row
     record["cells"][0]["spreads"] = {}
     path.write_text(json.dumps(record))
     with pytest.raises(ResultsError, match="'cells.0.spreads' must name"):

@@ -148,10 +148,16 @@ def test_alignment_verdicts_test_each_system_against_the_baselines_weights_by_se
     plan = Plan.load(path)
     root = tmp_path / "archive" / "s" / "a"
     made = {}
+    # the weights' AER differs by seed (the same for both systems at a seed, so a system paired
+    # with another seed of the baseline would show per-seed deltas); each system's held-apart
+    # counts are its own
     for seed in (1, 2, 3):
-        for system, kind, hits in (("base", "weights", 1), ("ssan", "weights", 1), ("ssan", "selection", 4)):
-            counts = [[5, 5, 5, hits + (k + seed) % 2, hits + (k + seed) % 2] for k in range(20)]
-            held = [[5, 5, 5, 2, 2] for _ in range(20)]
+        for system, kind, hits, held_hits in (("base", "weights", 1, 2), ("ssan", "weights", 1, 3),
+                                              ("ssan", "selection", 4, 2)):
+            extra = [int(kind == "weights" and k < seed) for k in range(20)]  # seed s: s more hits
+            counts = [[5, 5, 5, hits + (k + seed) % 2 + extra[k], hits + (k + seed) % 2 + extra[k]]
+                      for k in range(20)]
+            held = [[5, 5, 5, held_hits, held_hits] for _ in range(20)]
             made[system, kind, seed] = counts
             alignment_archive(root / f"{system}@{seed}" / f"alignment.{kind}.json", counts, held)
     rows = alignment_rows(plan, "s", "a", n_samples=200)
@@ -162,16 +168,20 @@ def test_alignment_verdicts_test_each_system_against_the_baselines_weights_by_se
     for key, row in rule.items():
         assert row.aer == pytest.approx([aer_by_hand(made[key + (s,)]) for s in (1, 2, 3)])
     selection = rule["ssan", "selection"].comparison
-    assert selection.result.per_seed == pytest.approx(
-        [aer_by_hand(made["ssan", "selection", s]) - aer_by_hand(made["base", "weights", s]) for s in (1, 2, 3)])
-    assert selection.result.delta == pytest.approx(-60.0) and rule["ssan", "selection"].verdict == "**better**"
-    assert rule["ssan", "weights"].comparison.result.delta == pytest.approx(0.0)
+    per_seed = [aer_by_hand(made["ssan", "selection", s]) - aer_by_hand(made["base", "weights", s])
+                for s in (1, 2, 3)]
+    assert len(set(per_seed)) == 3 and selection.result.per_seed == pytest.approx(per_seed)
+    assert selection.result.delta == pytest.approx(sum(per_seed) / 3)
+    assert rule["ssan", "selection"].verdict == "**better**"
+    assert rule["ssan", "weights"].comparison.result.per_seed == pytest.approx([0.0] * 3)
+    assert len(set(rule["base", "weights"].aer)) == 3  # the seeds differ
     assert rule["ssan", "weights"].verdict == "no difference shown"
     assert rows[0].comparison is None and rows[0].baseline
     table = alignment_verdict_table(rows)
     assert "p (Holm, 4 tests)" in table
-    assert "| rule fixed in advance | ssan | selection | 1 2 3 | 10.0 ± 0.0 | -60.0 [" in table
-    assert "| held-apart choice | ssan | weights | 1 2 3 | 60.0 ± 0.0 | +0.0 [" in table
+    assert f"| rule fixed in advance | ssan | selection | 1 2 3 | 10.0 ± 0.0 | {sum(per_seed) / 3:+.1f} [" in table
+    assert "| held-apart choice | base | weights | 1 2 3 | 60.0 ± 0.0 |  |" in table
+    assert "| held-apart choice | ssan | weights | 1 2 3 | 40.0 ± 0.0 | -20.0 [" in table
 
     # two seeds of three: the test is shown, the verdict waits
     for kind in ("weights", "selection"):

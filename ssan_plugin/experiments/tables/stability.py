@@ -69,16 +69,21 @@ def seed_spreads(plan, study: str, pair: str) -> List[SeedSpread]:
 
 def spread_table(spreads: Sequence[SeedSpread]) -> str:
     """Markdown: per system its seeds' BLEU and best valid loss (each seed, mean ± sd, sd as a
-    multiple of the baseline's, the first system; for BLEU with its 95 % interval and where
-    that lies against the 1.5x goal, ``verdicts.spread_against_goal``), at the first validation the lowest
-    selection rate of any layer over the seeds, and each seed's largest logged gradient norm
-    (a mean over a log interval, before clipping)."""
+    multiple of the baseline's, the first system; for BLEU with its 95 % interval, its interval
+    corrected over the table's m ratios (level 1 - 0.05 / m, Bonferroni) and where the corrected
+    one lies against the 1.5x goal, ``verdicts.spread_against_goal``), at the first validation
+    the lowest selection rate of any layer over the seeds, and each seed's largest logged
+    gradient norm (a mean over a log interval, before clipping)."""
     from ...stats.significance import sd_ratio_interval
     from .verdicts import spread_against_goal
 
     base = spreads[0]
+    m = sum(1 for s in spreads if s is not base and len(s.bleu) > 1 and len(base.bleu) > 1
+            and base.sd(base.bleu) > 0)
+    level = 1 - 0.05 / max(m, 1)
     out = ["| system | seeds | test BLEU per seed | BLEU mean ± sd | sd / baseline sd [95% "
-           "interval], against the 1.5x goal | "
+           f"interval]; corrected over the table's {m} ratios ({1 - level:.3g} in the tails), "
+           "against the 1.5x goal | "
            "best valid loss mean ± sd | loss sd / baseline sd | first validation: lowest "
            "layer selection rate over seeds | largest gradient norm per seed |",
            "|---|---|---|---|---|---|---|---|---|"]
@@ -87,8 +92,10 @@ def spread_table(spreads: Sequence[SeedSpread]) -> str:
             ratio = "1"
         elif len(s.bleu) > 1 and len(base.bleu) > 1 and base.sd(base.bleu) > 0:
             interval = sd_ratio_interval(s.bleu, base.bleu)
-            ratio = (f"{interval[0]:.2f} [{interval[1]:.2f}, {interval[2]:.2f}], "
-                     f"{spread_against_goal(interval, 1.5)}")
+            corrected = sd_ratio_interval(s.bleu, base.bleu, level=level)
+            ratio = (f"{interval[0]:.2f} [{interval[1]:.2f}, {interval[2]:.2f}]; corrected "
+                     f"[{corrected[1]:.2f}, {corrected[2]:.2f}], "
+                     f"{spread_against_goal(corrected, 1.5)}")
         else:
             ratio = "—"
         loss_ratio = (s.sd(s.valid_loss) / base.sd(base.valid_loss)

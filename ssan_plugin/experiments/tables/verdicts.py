@@ -121,25 +121,33 @@ def spread_against_goal(ratio_interval, goal: float) -> str:
     return "cannot tell at these seeds"
 
 
-def spread_ratio_table(rows: Sequence[Comparison], goal: float = 1.5, most: int = 1000) -> str:
+def spread_ratio_table(rows: Sequence[Comparison], goal: float = 1.5, most: int = 1000,
+                       alpha: float = 0.05) -> str:
     """Markdown: per comparison the seeds, the baseline's and the system's standard deviation
     over seeds, their ratio with its 95 % interval (``significance.sd_ratio_interval``: normal
-    seed scores, F distribution), where that interval lies against ``goal``, and how many seeds
-    a side would place it (80 % power, were the true ratio the one observed:
+    seed scores, F distribution) and with its interval corrected over the table's m
+    comparisons (level 1 - ``alpha`` / m, Bonferroni: simultaneous for the m ratios), where the
+    corrected interval lies against ``goal``, and how many seeds a side would place it at that
+    level (80 % power, were the true ratio the one observed:
     ``significance.seeds_to_place_sd_ratio``; "> ``most``" beyond)."""
     from ...stats.significance import sd_ratio_interval, seeds_to_place_sd_ratio
 
+    m = len(rows)
+    level = 1 - alpha / m
     out = ["| comparison | system | seeds (baseline / system) | baseline sd | system sd | sd "
-           f"ratio [95% interval] | against the {goal:g}x goal | seeds a side to place it "
-           "(80 % power, at the observed ratio) |",
-           "|---|---|---|---|---|---|---|---|"]
+           f"ratio [95% interval] | interval corrected over the table's {m} comparisons "
+           f"({1 - level:.3g} in the tails) | against the {goal:g}x goal (corrected interval) | "
+           "seeds a side to place it (80 % power, corrected level, at the observed ratio) |",
+           "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         ratio = sd_ratio_interval(r.system_scores, r.baseline_scores)
-        needed = seeds_to_place_sd_ratio(ratio[0], goal, most=most)
+        corrected = sd_ratio_interval(r.system_scores, r.baseline_scores, level=level)
+        needed = seeds_to_place_sd_ratio(ratio[0], goal, level=level, most=most)
         out.append(f"| {r.label} | {r.system} | {len(r.baseline_scores)} / "
                    f"{len(r.system_scores)} | {np.std(r.baseline_scores, ddof=1):.2f} | "
                    f"{np.std(r.system_scores, ddof=1):.2f} | {ratio[0]:.2f} [{ratio[1]:.2f}, "
-                   f"{ratio[2]:.2f}] | {spread_against_goal(ratio, goal)} | "
+                   f"{ratio[2]:.2f}] | [{corrected[1]:.2f}, {corrected[2]:.2f}] | "
+                   f"{spread_against_goal(corrected, goal)} | "
                    f"{needed if needed is not None else f'> {most}'} |")
     return "\n".join(out)
 

@@ -35,8 +35,16 @@ def test_spread_table_ratio_interval_goal_and_first_selection():
     f = 9.605  # F(4, 4) upper 2.5 % point, from printed tables
     cells = [c.strip() for c in row(table, "ssan_cap0").strip("|").split("|")]
     assert cells[3] == f"{np.mean(cap0.bleu):.2f} ± {np.std(cap0.bleu, ddof=1):.2f}"
-    assert cells[4] == (f"{ratio:.2f} [{ratio / f ** 0.5:.2f}, {ratio * f ** 0.5:.2f}], "
-                        "within 1.5x")
+    interval = f"[{ratio / f ** 0.5:.2f}, {ratio * f ** 0.5:.2f}]"
+    assert cells[4] == f"{ratio:.2f} {interval}; corrected {interval}, within 1.5x"  # one ratio
+    assert "corrected over the table's 1 ratios (0.05 in the tails)" in table.splitlines()[0]
+    # five ratios: each interval at 1 - 0.05 / 5, the F(4, 4) upper 0.5 % point 23.15 (printed
+    # tables); the goal is read on the corrected interval, which now crosses 1.5
+    five = spread_table([base] + [spread(f"s{k}", cap0.bleu, cap0.valid_loss) for k in range(5)])
+    wide = 23.15
+    assert row(five, "s0").strip("|").split("|")[4].strip() == (
+        f"{ratio:.2f} {interval}; corrected [{ratio / wide ** 0.5:.2f}, "
+                        f"{ratio * wide ** 0.5:.2f}], cannot tell at these seeds")
     assert cells[6] == f"{np.std(cap0.valid_loss, ddof=1) / np.std(base.valid_loss, ddof=1):.2f}"
     assert cells[7] == "0.00 (update 150)"  # the lowest layer rate over every seed
     base_cells = [c.strip() for c in row(table, "baseline").strip("|").split("|")]

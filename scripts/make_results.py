@@ -319,6 +319,7 @@ def everywhere_blocks(root: Path):
     from ssan_plugin.experiments.tables.everywhere import (alignment_rows, alignment_table,
                                                            alignment_verdict_table,
                                                            cross_alone_systems, gold_words_table,
+                                                           reference_rows,
                                                            site_cost_goal_table, site_rates_table)
     from ssan_plugin.experiments.tables.selectors import (check_carried_forward, cost_table,
                                                           development_table, selector_power_table,
@@ -347,6 +348,8 @@ def everywhere_blocks(root: Path):
                 where / "alignment" / "eflomal.ro-en.json"),
             "everywhere-alignment-verdicts": alignment_verdict_table(
                 alignment_rows(plan, "postnorm", "en-ro")),
+            "everywhere-alignment-reference": alignment_verdict_table(
+                reference_rows(plan, "postnorm", "en-ro", where / "alignment" / "diagonal.ro-en.json")),
             "everywhere-cost": cost_table(bench, bench_plan.studies[0].systems, PROCESS_MEASURES,
                                           "examples/everywhere/bench/"),
             "everywhere-cost-goal": site_cost_goal_table(where / "bench" / "process.news.json",

@@ -271,9 +271,11 @@ def diagonal(args, pairs, gold, side_a: str, side_b: str) -> int:
 
 def write_directions(args, name: str, runs, pairs, gold, side_a: str, side_b: str, extra: dict) -> None:
     """Write --out (and --links) for a peer or reference aligner: per direction, the first run's
-    links and, with gold, each score's mean, standard deviation and per-run values over ``runs``
-    (``[{direction: one link set per pair}]``), printed as they are scored."""
-    from ssan_plugin.translation.alignment import alignment_scores, format_links
+    links and, with gold, their per-sentence counts (COUNTS: what a seed-level test of this
+    aligner against a model reads) and each score's mean, standard deviation and per-run values
+    over ``runs`` (``[{direction: one link set per pair}]``), printed as they are scored."""
+    from ssan_plugin.translation.alignment import (COUNTS, alignment_scores, format_links,
+                                                   sentence_counts)
 
     import statistics
 
@@ -287,13 +289,15 @@ def write_directions(args, name: str, runs, pairs, gold, side_a: str, side_b: st
                 entry[field] = statistics.mean(values)
                 entry[f"{field}_sd"] = statistics.stdev(values) if len(values) > 1 else 0.0
                 entry[f"{field}_runs"] = values
-            entry.update(predicted=scores[0].predicted, sure=scores[0].sure, possible=scores[0].possible)
+            entry.update(predicted=scores[0].predicted, sure=scores[0].sure, possible=scores[0].possible,
+                         sentence_counts=[list(c) for c in sentence_counts(runs[0][direction], gold)])
             spread = f" (sd {100 * entry['aer_sd']:.1f} over {len(runs)} runs)" if len(runs) > 1 else ""
             print(f"{name} {direction}: AER {100 * entry['aer']:.1f}{spread}, precision "
                   f"{100 * entry['precision']:.1f}, recall {100 * entry['recall']:.1f}")
         directions.append(entry)
     report = {"peer": name, "runs": len(runs), "bitext": args.bitext, "gold": args.gold,
               "langs": f"{side_a}-{side_b}", "sentences": len(pairs), **extra,
+              **({"sentence_counts_are": list(COUNTS)} if gold is not None else {}),
               "directions": directions}
     Path(args.out).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     if args.links:

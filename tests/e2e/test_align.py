@@ -335,6 +335,9 @@ def test_the_eflomal_peer_is_scored_in_the_same_layout(models, tmp_path, capsys)
         predicted = [parse_links(line, "json")[0] for line in entry["links"]]  # the first run's
         first_run = [entry[f"{field}_runs"][0] for field in ("precision", "recall", "aer")]
         assert first_run == pytest.approx(scores_by_hand(predicted, reference))
+        assert entry["sentence_counts"] == [  # the first run's
+            [len(x), len(g.sure), len(g.possible), len(x & g.sure), len(x & g.possible)]
+            for x, g in zip(predicted, reference)]
         for field in ("precision", "recall", "aer"):  # mean and sample standard deviation
             runs = entry[f"{field}_runs"]
             assert len(runs) == 3 and entry[field] == pytest.approx(statistics.mean(runs))
@@ -426,6 +429,9 @@ def test_the_diagonal_reference_is_scored_in_the_peers_layout(models, tmp_path, 
         predicted = [parse_links(line, "json")[0] for line in entry["links"]]
         assert_scored(entry, predicted, reference)
         assert entry["aer_runs"] == [entry["aer"]] and entry["aer_sd"] == 0.0
+        assert entry["sentence_counts"] == [  # what a seed-level test against a model reads
+            [len(x), len(g.sure), len(g.possible), len(x & g.sure), len(x & g.possible)]
+            for x, g in zip(predicted, reference)]
     forward = [parse_links(line, "json")[0] for line in report["directions"][0]["links"]]
     for (a, b), sentence in zip(words, forward):  # each B word once, at its relative position
         assert sorted(j for _, j in sentence) == list(range(len(b)))

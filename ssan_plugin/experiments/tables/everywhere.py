@@ -16,6 +16,9 @@ and the rule that carries systems to En-Ro, the cost) plus its own:
   the baseline's attention weights with the seed-level test (paired by seed, on the per-sentence
   link counts each archive keeps), Holm over the table, for the rule fixed in advance and the
   held-apart choice;
+- :func:`reference_rows`: the diagonal reference's AER (one deterministic run, each direction)
+  against the baseline's attention weights, with the seed-level test (the reference paired with
+  every baseline seed), Holm over the directions (shown by :func:`alignment_verdict_table`);
 - :func:`site_cost_goal_table`: per selector and site of the cost bench, its ratios to the
   baseline against the cost goal (speed at least ``SPEED_GOAL`` of the baseline's, memory at
   most ``MEMORY_GOAL`` times);
@@ -241,6 +244,20 @@ class AlignmentRow:
         return self.interim or self.comparison.verdict
 
 
+def archived_alignments(plan, study: str, pair: str, system: str, kind: str) -> Dict[int, Path]:
+    """{seed: the archived ``alignment.KIND.json``} of ``system``'s runs of ``study`` on
+    ``pair``."""
+    found = {}
+    if not plan.archive:
+        return found
+    for run in plan.runs():
+        if (run.study.name, run.pair.name, run.system.name) == (study, pair, system):
+            path = plan.alignment_file(run, kind)
+            if path is not None and path.is_file():
+                found[run.seed] = path
+    return found
+
+
 def alignment_rows(plan, study: str, pair: str, maps: Sequence[str] = ("weights", "selection"),
                    n_samples: int = 1000, seed: int = 12345) -> List[AlignmentRow]:
     """Per reading of ALIGNMENT_READINGS, every system and map of ``study`` on ``pair`` with
@@ -248,16 +265,9 @@ def alignment_rows(plan, study: str, pair: str, maps: Sequence[str] = ("weights"
     where both have two seeds (lower AER is better); Holm over all the tests."""
     the_study = _study(plan, study)
     base_name = the_study.systems[0]
-    archive = Path(plan.archive) if plan.archive else None
 
     def archived(system: str, kind: str) -> Dict[int, Path]:
-        found = {}
-        for run in plan.runs():
-            if (run.study.name, run.pair.name, run.system.name) == (study, pair, system) and archive:
-                path = plan.alignment_file(run, kind)
-                if path is not None and path.is_file():
-                    found[run.seed] = path
-        return found
+        return archived_alignments(plan, study, pair, system, kind)
 
     def planned(system: str) -> int:
         return sum(1 for run in plan.runs()
@@ -322,6 +332,63 @@ def alignment_verdict_table(rows: Sequence[AlignmentRow]) -> str:
         out.append(f"| {r.reading} | {r.system} | {r.map} | {' '.join(map(str, r.seeds))} | "
                    f"{mean_sd(r.aer, 1)} | " + " | ".join(cells) + " |")
     return "\n".join(out)
+
+
+def reference_counts(path: Path, k: int) -> np.ndarray:
+    """(sentences, 5) link counts of direction ``k`` of a peer's or the diagonal's archive
+    (``ssan-align --diagonal`` / ``--eflomal-train``: its first run's), checked against that
+    run's archived AER."""
+    record = archive_json(path)
+    counts = np.asarray(archived_value(path, "directions", k, "sentence_counts", number=False,
+                                       data=record), dtype=float)
+    if counts.ndim != 2 or counts.shape[1] != len(COUNTS) or not len(counts):
+        raise ResultsError(f"{path}: directions/{k}/sentence_counts is not one row of "
+                           f"{len(COUNTS)} counts a sentence")
+    archived = 100 * archived_value(path, "directions", k, "aer_runs", 0, data=record)
+    if abs(aer_score(counts.sum(0)) - archived) > 1e-6:
+        raise ResultsError(f"{path}: directions/{k}/sentence_counts give AER "
+                           f"{aer_score(counts.sum(0)):.4f}, the archive says {archived:.4f}")
+    return counts
+
+
+def reference_rows(plan, study: str, pair: str, reference: Path, n_samples: int = 1000,
+                   seed: int = 12345) -> List[AlignmentRow]:
+    """The baseline's attention weights (the rule fixed in advance) and, per direction of
+    ``reference`` (one deterministic run: the diagonal's archive), the reference's AER against
+    them with the seed-level test: the same links paired with each of the baseline's seeds, so
+    the interval holds the baseline's seed spread and the sentences'; Holm over the
+    directions."""
+    base_name = _study(plan, study).systems[0]
+    base_runs = archived_alignments(plan, study, pair, base_name, "weights")
+    if not base_runs or not Path(reference).is_file():
+        return []
+    record = archive_json(reference)
+    name = archived_value(reference, "peer", number=False, data=record)
+    if int(archived_value(reference, "runs", data=record)) != 1:
+        raise ResultsError(f"{reference}: a reference is one deterministic run; it has "
+                           f"{record['runs']}")
+    label = PEERS.get(name, name)
+    seeds = sorted(base_runs)
+    base_counts = {s: aer_counts(base_runs[s], "rule") for s in seeds}
+    rows = [AlignmentRow(ALIGNMENT_READINGS[0][1], base_name, "weights", seeds,
+                         [aer_score(base_counts[s].sum(0)) for s in seeds], baseline=True)]
+    comparisons = []
+    for k, _ in enumerate(archived_value(reference, "directions", number=False, data=record)):
+        direction = archived_value(reference, "directions", k, "direction", number=False,
+                                   data=record)
+        counts = reference_counts(reference, k)
+        row = AlignmentRow("—", label, direction, seeds, [aer_score(counts.sum(0))] * len(seeds))
+        row.comparison = seed_comparison(
+            {s: ("baseline", s) for s in seeds}, {s: ("reference", s) for s in seeds},
+            lambda run, counts=counts: base_counts[run[1]] if run[0] == "baseline" else counts,
+            aer_score, table="alignment reference", label="—", system=f"{label} ({direction})",
+            baseline=f"{base_name} (weights)", n_samples=n_samples, seed=seed,
+            higher_is_better=False)
+        if row.comparison is not None:
+            comparisons.append(row.comparison)
+        rows.append(row)
+    apply_holm(comparisons)
+    return rows
 
 
 def site_cost_goal_table(path: Path, steps: Optional[Path] = None) -> str:

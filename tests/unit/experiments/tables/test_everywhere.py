@@ -353,3 +353,56 @@ def test_the_gold_words_table_reads_the_peers_counts(tmp_path):
     peer.write_text(json.dumps({"gold_words": {"ro": {"tokens": 200, "unseen": 50}}}))
     with pytest.raises(ResultsError, match="key 'gold_words.ro.other_marks' is missing"):
         gold_words_table(peer)
+
+
+def test_the_diagonal_is_tested_against_the_baselines_weights_paired_with_every_seed(tmp_path):
+    """reference_rows: one deterministic run's directions, each paired with every seed of the
+    baseline's weights (the rule's alignment): per-seed Δ = its AER minus that seed's; Holm over
+    the directions; an archive whose counts disagree with its AER, or of several runs, refused."""
+    from ssan_plugin.experiments.tables.everywhere import reference_rows
+
+    path = plan_file(tmp_path, studies=[{"name": "s", "pairs": ["a"], "systems": ["base", "ssan"]}])
+    spec = json.loads(path.read_text())
+    spec.update(archive=str(tmp_path / "archive"), seeds=[1, 2, 3],
+                alignment={"bitext": "x.a-b", "gold": "x.gold", "pairs": ["a"]})
+    path.write_text(json.dumps(spec))
+    plan = Plan.load(path)
+    root = tmp_path / "archive" / "s" / "a"
+    base = {}
+    for seed in (1, 2, 3):
+        base[seed] = [[5, 5, 5, 1 + (k < seed), 1 + (k < seed)] for k in range(20)]
+        alignment_archive(root / f"base@{seed}" / "alignment.weights.json", base[seed], base[seed])
+    forward = [[5, 5, 5, 4, 4] for _ in range(20)]
+    close = [[5, 5, 5, 1 + (k < 2), 1 + (k < 2)] for k in range(20)]  # the baseline's seed 2
+    reference = tmp_path / "diagonal.json"
+
+    def write(directions, runs=1):
+        reference.write_text(json.dumps({"peer": "diagonal", "runs": runs, "directions": [
+            {"direction": name, "aer_runs": [aer_by_hand(c) / 100], "sentence_counts": c}
+            for name, c in directions]}))
+
+    write([("forward", forward), ("reverse", close)])
+    rows = reference_rows(plan, "s", "a", reference, n_samples=200)
+    assert [(r.system, r.map) for r in rows] == [("base", "weights"), ("diagonal (reference, no training)", "forward"),
+                                                 ("diagonal (reference, no training)", "reverse")]
+    assert rows[0].baseline and rows[0].aer == pytest.approx([aer_by_hand(base[s]) for s in (1, 2, 3)])
+    for row, counts in ((rows[1], forward), (rows[2], close)):
+        assert row.aer == pytest.approx([aer_by_hand(counts)] * 3)
+        assert row.comparison.result.per_seed == pytest.approx(
+            [aer_by_hand(counts) - aer_by_hand(base[s]) for s in (1, 2, 3)])
+    assert rows[1].verdict == "**better**" and rows[2].verdict == "no difference shown"
+    p = [r.comparison.result.p_value for r in rows[1:]]  # Holm over the two, by hand
+    first = min(1.0, 2 * min(p))
+    assert [r.comparison.p_holm for r in rows[1:]] == pytest.approx(
+        [first if q == min(p) else max(first, min(1.0, q)) for q in p])
+    table = alignment_verdict_table(rows)
+    assert "p (Holm, 2 tests)" in table
+    assert "| — | diagonal (reference, no training) | forward | 1 2 3 | 20.0 ± 0.0 |" in table
+    record = json.loads(reference.read_text())
+    record["directions"][0]["aer_runs"] = [0.3]  # its counts give 20 %
+    reference.write_text(json.dumps(record))
+    with pytest.raises(ResultsError, match="sentence_counts give AER"):
+        reference_rows(plan, "s", "a", reference)
+    write([("forward", forward)], runs=5)
+    with pytest.raises(ResultsError, match="one deterministic run"):
+        reference_rows(plan, "s", "a", reference)

@@ -47,6 +47,7 @@ from bench_ssan import MODEL, ROOT, TRAINING, plan_systems, with_ssan_systems  #
 from ssan_plugin.cli.arguments import ArgumentParser, positive_int  # noqa: E402
 from ssan_plugin.experiments.archive import project_path  # noqa: E402
 from ssan_plugin.experiments.tables.bench import steps_table  # noqa: E402
+from ssan_plugin.stats.significance import paired_ratio_interval  # noqa: E402
 
 MEASURES = ("train_step", "score_forward")
 
@@ -115,16 +116,6 @@ def measure_flops(trainer, sample):
             "score_forward": count_flops(lambda: score_forward(trainer.model, copy.deepcopy(sample)))}
 
 
-def ratio_with_interval(base, other, rng, draws: int = 2000):
-    """sum(base) / sum(other) and a bootstrap 95 % interval over batches (paired)."""
-    base, other = np.asarray(base), np.asarray(other)
-    point = base.sum() / other.sum()
-    idx = rng.integers(0, len(base), size=(draws, len(base)))
-    boot = base[idx].sum(1) / other[idx].sum(1)
-    lo, hi = np.percentile(boot, [2.5, 97.5])
-    return float(point), float(lo), float(hi)
-
-
 def main():
     ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("data", help="a fairseq translation data-bin (e.g. made by bench_ssan.py)")
@@ -187,7 +178,7 @@ def main():
             tokens.append(int(batch["ntokens"]))
 
     rng = np.random.default_rng(0)
-    ratios = {name: {m: ratio_with_interval(times["baseline"][m], times[name][m], rng)
+    ratios = {name: {m: paired_ratio_interval(times["baseline"][m], times[name][m], rng)
                      for m in MEASURES} for name in names if name != "baseline"}
     ceiling = {name: {m: flops["baseline"][m] / flops[name][m] for m in MEASURES}
                for name in names if name != "baseline"}

@@ -319,7 +319,7 @@ def everywhere_blocks(root: Path):
     from ssan_plugin.experiments.tables.everywhere import (alignment_rows, alignment_table,
                                                            alignment_verdict_table,
                                                            cross_alone_systems, gold_words_table,
-                                                           reference_rows,
+                                                           reference_rows, steps_goal_table,
                                                            site_cost_goal_table, site_rates_table)
     from ssan_plugin.experiments.tables.selectors import (check_carried_forward, cost_table,
                                                           development_table, selector_power_table,
@@ -357,6 +357,8 @@ def everywhere_blocks(root: Path):
             "everywhere-cost-steps": steps_table(steps) if steps.is_file() else
             "No paired-steps bench archived yet.",
             "everywhere-cost-steps-native": steps_table(native) if native.is_file() else
+            "No paired-steps bench of the native kernel archived yet.",
+            "everywhere-cost-goal-native": steps_goal_table(native) if native.is_file() else
             "No paired-steps bench of the native kernel archived yet."}
 
 

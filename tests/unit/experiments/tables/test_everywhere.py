@@ -9,6 +9,7 @@ derived from its plan entry exactly as the cost bench's hand-written cross-site 
 
 import json
 
+import numpy as np
 import pytest
 
 from helpers.experiment_plans import fake_decoded, plan_file
@@ -107,21 +108,58 @@ def test_the_cost_goal_table_names_what_misses_the_goal(tmp_path):
 
 
 def test_with_paired_steps_training_is_judged_on_their_interval(tmp_path):
+    """Training is read on the paired steps: the archived 95 % interval is shown, and the goal
+    is judged on the interval corrected over the table's rows (1 - 0.05 / 3), redrawn from the
+    archived per-batch times. Constant per-batch ratios give a point interval; a row whose
+    archived 95 % interval clears the goal but whose batches alternate between 0.8 and 1.0
+    times the baseline's speed spans it once corrected."""
+    from ssan_plugin.stats.significance import paired_ratio_interval
+
     path = tmp_path / "process.news.json"
     ratios = {f"topk_{site}": {"train_wps": 0.5, "gen_sps_fixed_len": 0.95, "peak_rss_above_idle": 1.1}
               for site in ("decoder", "cross", "all")}
     path.write_text(json.dumps({"ratios_by_system": ratios}))
     steps = tmp_path / "steps.news.json"
-    intervals = {"topk_decoder": (0.95, 0.92, 0.97), "topk_cross": (0.91, 0.88, 0.93),
-                 "topk_all": (0.85, 0.83, 0.87)}
-    steps.write_text(json.dumps({"ratios": {n: {"train_step": dict(zip(("ratio", "low", "high"), r))}
-                                            for n, r in intervals.items()}}))
+    intervals = {"topk_decoder": (0.95, 0.95, 0.95), "topk_cross": (0.9, 0.91, 0.93),
+                 "topk_all": (0.85, 0.85, 0.85)}
+    base = [1.0] * 60
+    times = {"baseline": base, "topk_decoder": [1 / 0.95] * 60,
+             "topk_cross": [1 / 0.8, 1.0] * 30, "topk_all": [1 / 0.85] * 60}
+    steps.write_text(json.dumps({
+        "ratios": {n: {"train_step": dict(zip(("ratio", "low", "high"), r))} for n, r in intervals.items()},
+        "times_s": {n: {"train_step": t} for n, t in times.items()}}))
     table = site_cost_goal_table(path, steps)
-    assert "training steps (paired, 95% interval)" in table.splitlines()[0]
-    assert table.splitlines()[2:] == [
-        "| topk | decoder self-attention | 0.950 [0.920, 0.970] | 0.950 | 1.100 | met |",
-        "| topk | cross attention | 0.910 [0.880, 0.930] | 0.950 | 1.100 | interval spans the goal: training |",
-        "| topk | every site | 0.850 [0.830, 0.870] | 0.950 | 1.100 | missed: training |"]
+    assert "corrected over the table's 3 systems, 0.0167 in the tails" in table.splitlines()[0]
+    rows = table.splitlines()[2:]
+    assert rows[0] == ("| topk | decoder self-attention | 0.950 [0.950, 0.950]; corrected [0.950, 0.950] "
+                       "| 0.950 | 1.100 | met |")
+    assert rows[2] == ("| topk | every site | 0.850 [0.850, 0.850]; corrected [0.850, 0.850] | 0.950 | "
+                       "1.100 | missed: training |")
+    cross = rows[1].split(" | ")
+    low, high = map(float, cross[2].split("corrected [")[1].rstrip("]").split(", "))
+    ratio = sum(base) / sum(times["topk_cross"])
+    _, low95, high95 = paired_ratio_interval(base, times["topk_cross"], np.random.default_rng(1), draws=20000)
+    assert low < low95 < ratio < high95 < high and low < 0.9 < high  # wider than 95 %, across 0.9
+    assert rows[1].endswith("| interval spans the goal: training |")
+    del times["topk_all"]
+    steps.write_text(json.dumps({
+        "ratios": {n: {"train_step": dict(zip(("ratio", "low", "high"), r))} for n, r in intervals.items()},
+        "times_s": {n: {"train_step": t} for n, t in times.items()}}))
+    with pytest.raises(ResultsError, match="key 'times_s.topk_all' is missing"):
+        site_cost_goal_table(path, steps)
+    # every system of a paired-steps archive alone (the native kernel's), corrected over its rows
+    from ssan_plugin.experiments.tables.everywhere import steps_goal_table
+
+    times["topk_all"] = [1 / 0.85] * 60
+    steps.write_text(json.dumps({
+        "ratios": {n: {"train_step": dict(zip(("ratio", "low", "high"), r))} for n, r in intervals.items()},
+        "times_s": {n: {"train_step": t} for n, t in times.items()}}))
+    lines = steps_goal_table(steps).splitlines()
+    assert "corrected over the table's 3 systems, 0.0167 in the tails" in lines[0]
+    assert lines[2] == "| topk_decoder | 0.950 [0.950, 0.950]; corrected [0.950, 0.950] | met |"
+    assert lines[3].startswith(f"| topk_cross | 0.900 [0.910, 0.930]; corrected [{low:.3f}, {high:.3f}]")
+    assert lines[3].endswith("| interval spans the goal |")
+    assert lines[4].endswith("| missed |")
 
 
 def aer_by_hand(counts):

@@ -45,7 +45,8 @@ from ..plan import System
 from .archives import archive_json, archived_value
 from .blocks import ResultsError
 from .selectors import _study, best_validation, head_to_head_runs, system_entry
-from .verdicts import Comparison, apply_holm, mean_sd, seed_comparison
+from .verdicts import (Comparison, apply_holm, corrected_header, corrected_interval, mean_sd,
+                       seed_comparison)
 
 #: the sites of a layer label's prefix, in table order
 SITE_OF_PREFIX = (("cross", "cross attention"), ("dec", "decoder self-attention"),
@@ -317,19 +318,21 @@ def alignment_verdict_table(rows: Sequence[AlignmentRow]) -> str:
         return "No alignment archived yet."
     tests = sum(r.comparison is not None for r in rows)
     out = [f"| alignment | aligner | map | seeds | AER mean ± sd | Δ AER vs the baseline's weights "
-           f"[95% interval, seeds and sentences] | p (seeds) | p (Holm, {tests} tests) | per-seed Δ "
-           f"| same sign | verdict |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+           f"[95% interval, seeds and sentences] | {corrected_header(tests)} | p (seeds) | "
+           f"p (Holm, {tests} tests) | per-seed Δ | same sign | verdict |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         c = r.comparison
         if c is None:
-            cells = ["", "", "", "", "", ""] if r.baseline \
-                else ["— (fewer than two seeds a side)", "", "", "", "", ""]
+            cells = ["", "", "", "", "", "", ""] if r.baseline \
+                else ["— (fewer than two seeds a side)", "", "", "", "", "", ""]
         else:
             res = c.result
             low, high = res.ci
             per_seed = " ".join(f"{d:+.1f}" for d in res.per_seed) if res.per_seed else "unpaired"
-            cells = [f"{res.delta:+.1f} [{low:+.1f}, {high:+.1f}]", f"{res.p_value:.3g}",
-                     f"{c.p_holm:.3g}", per_seed,
+            cells = [f"{res.delta:+.1f} [{low:+.1f}, {high:+.1f}]",
+                     corrected_interval(res, tests, 1), f"{res.p_value:.3g}", f"{c.p_holm:.3g}",
+                     per_seed,
                      f"{res.same_sign}/{len(res.per_seed)}" if res.per_seed else "", r.verdict]
         out.append(f"| {r.reading} | {r.system} | {r.map} | {' '.join(map(str, r.seeds))} | "
                    f"{mean_sd(r.aer, 1)} | " + " | ".join(cells) + " |")

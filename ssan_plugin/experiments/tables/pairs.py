@@ -10,7 +10,8 @@ from typing import Dict, List, Sequence, Tuple
 from ...stats.significance import paired_bootstrap
 from .archives import RESULT, SeedRunArchive, archived_value
 from .blocks import ResultsError
-from .verdicts import Comparison, apply_holm, mean_sd, seed_comparison
+from .verdicts import (Comparison, apply_holm, corrected_header, corrected_interval, mean_sd,
+                       seed_comparison)
 
 PREDICTIONS = "test.predictions.tsv"
 #: target -> (result.json section, headline metric, how tables name it, digits)
@@ -170,14 +171,14 @@ def pair_comparisons(runs: PairsArchive, specs: Sequence[Tuple[str, tuple, tuple
 
 def pair_verdict_table(rows: Sequence[Comparison]) -> str:
     """Markdown: per comparison the seeds, both means ± sd over seeds, Δ with its seed-level
-    95 % interval, p and Holm-corrected p, per-seed deltas, how many share the sign, the
+    95 % interval and its interval corrected over the table's tests, p and Holm-corrected p, per-seed deltas, how many share the sign, the
     verdict; last, labelled, the pooled bootstrap over test pairs with the seeds held fixed
     (it describes these seeds, not the encoders)."""
     out = [f"| comparison | metric | baseline | system | seeds | baseline mean ± sd | "
-           f"system mean ± sd | Δ [95% interval, seeds and pairs] | p (seeds) | "
-           f"p (Holm, {len(rows)} tests) | per-seed Δ | same sign | verdict | "
-           f"p (test pairs, seeds fixed; not the verdict) |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           f"system mean ± sd | Δ [95% interval, seeds and pairs] | "
+           f"{corrected_header(len(rows))} | p (seeds) | p (Holm, {len(rows)} tests) | "
+           f"per-seed Δ | same sign | verdict | p (test pairs, seeds fixed; not the verdict) |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         _, _, name, digits = HEADLINE[r.extra["target"]]
         res = r.result
@@ -189,7 +190,8 @@ def pair_verdict_table(rows: Sequence[Comparison]) -> str:
         out.append(f"| {r.label} | {name} | {r.baseline} | {r.system} | "
                    f"{len(r.system_scores)} | {mean_sd(r.baseline_scores, digits)} | "
                    f"{mean_sd(r.system_scores, digits)} | {res.delta:+.{digits}f} "
-                   f"[{low:+.{digits}f}, {high:+.{digits}f}] | {res.p_value:.3g} | "
+                   f"[{low:+.{digits}f}, {high:+.{digits}f}] | "
+                   f"{corrected_interval(res, len(rows), digits)} | {res.p_value:.3g} | "
                    f"{r.p_holm:.3g} | {per_seed} | {sign} | {r.verdict} | "
                    f"{'identical' if pooled.identical else f'{pooled.p_value:.3g}'} |")
     return "\n".join(out)

@@ -40,8 +40,8 @@ from .archives import archive_json, archived_record, archived_value, curve_recor
 from .bench import PROCESS_MEASURES, layers_table_by_kind
 from .blocks import ResultsError
 from .translation import PAIR_LABELS, STUDY_LABELS, bleu_scorer, hypotheses_stats, test_reference
-from .verdicts import (Comparison, apply_holm, mean_sd, power_table, seed_comparison,
-                       spread_ratio_table)
+from .verdicts import (Comparison, apply_holm, corrected_header, corrected_interval, mean_sd,
+                       power_table, seed_comparison, spread_ratio_table)
 
 #: the measures of the cost table: those of the process table (label, key of bench_ssan.py's
 #: medians, format) that the head-to-head's bench measures
@@ -169,14 +169,14 @@ def selector_rows(plan, study: str, pair: str, table: str = "selectors",
 def verdict_table(rows: Sequence[SelectorRow]) -> str:
     """Markdown, one row per system: its seeds, BLEU mean ± sd over seeds, chrF mean, Δ BLEU
     against the baseline with the seed-level 95 % interval (on the seeds both have, when the
-    system's are among the baseline's), p, Holm-corrected p over the table, per-seed Δ, how
+    system's are among the baseline's) and its interval corrected over the table's tests, p, Holm-corrected p over the table, per-seed Δ, how
     many share Δ's sign, the verdict (:attr:`SelectorRow.verdict`: interim until the plan's
     seeds are in), and the evaluation selection rate (mean ± sd over seeds)."""
     tests = sum(r.comparison is not None for r in rows)
     out = [f"| system | seeds | BLEU mean ± sd | chrF mean | Δ BLEU vs baseline [95% interval, "
-           f"seeds and sentences] | p (seeds) | p (Holm, {tests} tests) | per-seed Δ | same "
-           f"sign | verdict | evaluation selection rate |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+           f"seeds and sentences] | {corrected_header(tests)} | p (seeds) | p (Holm, {tests} "
+           f"tests) | per-seed Δ | same sign | verdict | evaluation selection rate |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         name = f"{r.system} (borrowed: {r.borrowed})" if r.borrowed else r.system
         seeds = " ".join(str(s) for s in r.seeds) if r.seeds else "none yet"
@@ -190,15 +190,15 @@ def verdict_table(rows: Sequence[SelectorRow]) -> str:
             sel = "—"
         c = r.comparison
         if c is None:
-            cells = ["", "", "", "", "", ""] if r is rows[0] else \
-                ["— (fewer than two seeds a side)", "", "", "", "", ""]
+            cells = ["", "", "", "", "", "", ""] if r is rows[0] else \
+                ["— (fewer than two seeds a side)", "", "", "", "", "", ""]
         else:
             res = c.result
             low, high = res.ci
             per_seed = " ".join(f"{d:+.2f}" for d in res.per_seed) if res.per_seed \
                 else "unpaired"
-            cells = [f"{res.delta:+.2f} [{low:+.2f}, {high:+.2f}]", f"{res.p_value:.3g}",
-                     f"{c.p_holm:.3g}", per_seed,
+            cells = [f"{res.delta:+.2f} [{low:+.2f}, {high:+.2f}]", corrected_interval(res, tests),
+                     f"{res.p_value:.3g}", f"{c.p_holm:.3g}", per_seed,
                      f"{res.same_sign}/{len(res.per_seed)}" if res.per_seed else "",
                      r.verdict]
         out.append(f"| {name} | {seeds} | {bleu} | {chrf} | " + " | ".join(cells)

@@ -89,14 +89,26 @@ def mean_sd(values: Sequence[float], digits: int = 2) -> str:
     return f"{np.mean(values):.{digits}f} ± {np.std(values, ddof=1):.{digits}f}"
 
 
+def corrected_header(tests: int) -> str:
+    """The header of a verdict table's corrected-interval column."""
+    return f"interval corrected over the {tests} tests (Bonferroni)"
+
+
+def corrected_interval(result, tests: int, digits: int = 2) -> str:
+    """``result``'s interval of Δ at 1 - 0.05 / ``tests``: the table's intervals that hold
+    together, what a comparative word about the table needs to exclude (SeedLevelResult.interval)."""
+    low, high = result.interval(1 - 0.05 / max(tests, 1))
+    return f"[{low:+.{digits}f}, {high:+.{digits}f}]"
+
+
 def verdict_table(rows: Sequence[Comparison], metric: str = "BLEU") -> str:
     """Markdown: per comparison the seeds, both means ± sd over seeds, Δ with its seed-level
-    95 % interval, p and Holm-corrected p, per-seed deltas, how many share the sign, the
-    verdict."""
+    95 % interval and its interval corrected over the table's tests, p and Holm-corrected p,
+    per-seed deltas, how many share the sign, the verdict."""
     out = [f"| comparison | system | seeds | baseline {metric} | system {metric} | Δ [95% "
-           f"interval, seeds and sentences] | p (seeds) | p (Holm, {len(rows)} tests) | "
-           f"per-seed Δ | same sign | verdict |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+           f"interval, seeds and sentences] | {corrected_header(len(rows))} | p (seeds) | "
+           f"p (Holm, {len(rows)} tests) | per-seed Δ | same sign | verdict |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         res = r.result
         low, high = res.ci
@@ -104,7 +116,8 @@ def verdict_table(rows: Sequence[Comparison], metric: str = "BLEU") -> str:
         sign = f"{res.same_sign}/{len(res.per_seed)}" if res.per_seed else ""
         out.append(f"| {r.label} | {r.system} | {len(r.system_scores)} | "
                    f"{mean_sd(r.baseline_scores)} | {mean_sd(r.system_scores)} | "
-                   f"{res.delta:+.2f} [{low:+.2f}, {high:+.2f}] | {res.p_value:.3g} | "
+                   f"{res.delta:+.2f} [{low:+.2f}, {high:+.2f}] | "
+                   f"{corrected_interval(res, len(rows))} | {res.p_value:.3g} | "
                    f"{r.p_holm:.3g} | {per_seed} | {sign} | {r.verdict} |")
     return "\n".join(out)
 

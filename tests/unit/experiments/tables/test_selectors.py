@@ -134,19 +134,25 @@ def test_the_verdict_table_from_borrowed_and_own_runs(archive, tmp_path):
     b = bleus("baseline", [1, 2, 3])
     assert base[2] == f"{np.mean(b):.2f} ± {np.std(b, ddof=1):.2f}"
     assert base[3] == f"{np.mean([runs[('baseline', s)]['chrf'] for s in (1, 2, 3)]):.2f}"
-    assert base[4:10] == [""] * 6 and base[10] == "— (no selection: every pair)"
+    assert base[4:11] == [""] * 7 and base[11] == "— (no selection: every pair)"
 
     gumbel = table_row(table, "gumbel")
     assert gumbel[0].endswith("(borrowed: " + str(tmp_path / "source.json") + " pn/ssan)")
     deltas = [runs[("gumbel", s)]["bleu"] - runs[("baseline", s)]["bleu"] for s in (1, 2)]
     assert gumbel[1] == "1 2"
     assert gumbel[4].startswith(f"{np.mean(deltas):+.2f} [")  # paired on seeds 1 and 2
-    assert gumbel[7] == " ".join(f"{d:+.2f}" for d in deltas)
-    assert gumbel[8] == f"{sum(np.sign(d) == np.sign(np.mean(deltas)) for d in deltas)}/2"
+    # the interval corrected over the table's two tests: Student t at 1 - 0.05 / 4 each side
+    from scipy.stats import t as student
+
+    res = next(r for r in rows if r.system == "gumbel").comparison.result
+    half = student.ppf(1 - 0.05 / 4, res.df) * res.se
+    assert gumbel[5] == f"[{res.delta - half:+.2f}, {res.delta + half:+.2f}]"
+    assert gumbel[8] == " ".join(f"{d:+.2f}" for d in deltas)
+    assert gumbel[9] == f"{sum(np.sign(d) == np.sign(np.mean(deltas)) for d in deltas)}/2"
     # the selection rate of the validation that chose the best checkpoint: the later of the
     # two lowest losses, not the first of them (0.2) nor the last record (0.3)
     sels = [runs[("gumbel", s)]["sel"] for s in (1, 2)]
-    assert gumbel[10] == f"{np.mean(sels):.3f} ± {np.std(sels, ddof=1):.3f}"
+    assert gumbel[11] == f"{np.mean(sels):.3f} ± {np.std(sels, ddof=1):.3f}"
 
     topk = table_row(table, "topk")
     t = bleus("topk", [1, 2, 3])
@@ -155,30 +161,30 @@ def test_the_verdict_table_from_borrowed_and_own_runs(archive, tmp_path):
     assert topk[4].startswith(f"{np.mean(deltas):+.2f} [")
     # Holm over the table's two p-values, by hand
     raw = {r.system: r.comparison.result.p_value for r in rows if r.comparison is not None}
-    assert gumbel[5] == f"{raw['gumbel']:.3g}" and topk[5] == f"{raw['topk']:.3g}"
+    assert gumbel[6] == f"{raw['gumbel']:.3g}" and topk[6] == f"{raw['topk']:.3g}"
     p = sorted((value, name) for name, value in raw.items())
     holm = {p[0][1]: min(1.0, 2 * p[0][0])}
     holm[p[1][1]] = min(1.0, max(holm[p[0][1]], p[1][0]))
     row_p = {r.system: r.comparison.p_holm for r in rows if r.comparison is not None}
     assert row_p == pytest.approx(holm)
-    assert topk[6] == f"{holm['topk']:.3g}" and gumbel[6] == f"{holm['gumbel']:.3g}"
+    assert topk[7] == f"{holm['topk']:.3g}" and gumbel[7] == f"{holm['gumbel']:.3g}"
     # topk has every planned seed: its verdict; gumbel has 2 of the plan's 3: no verdict yet,
     # whatever its p (the plan is read at its seeds, not at each look)
     expected = ("no difference shown" if holm["topk"] >= 0.05 else
                 "**better**" if np.mean(deltas) > 0 else "**worse**")
-    assert topk[9] == expected
-    assert gumbel[9] == "interim: 2 of 3 seeds"
+    assert topk[10] == expected
+    assert gumbel[10] == "interim: 2 of 3 seeds"
     interim = next(r for r in rows if r.system == "gumbel")
     interim.comparison.p_holm = 0.001  # even a tiny p is no verdict while seeds are missing
-    assert table_row(verdict_table(rows), "gumbel")[9] == "interim: 2 of 3 seeds"
+    assert table_row(verdict_table(rows), "gumbel")[10] == "interim: 2 of 3 seeds"
     interim.interim = None  # as if its plan were seeds 1 and 2
-    assert table_row(verdict_table(rows), "gumbel")[9] == (
+    assert table_row(verdict_table(rows), "gumbel")[10] == (
         "**better**" if interim.comparison.result.delta > 0 else "**worse**")
 
     gate = table_row(table, "gate")
     assert gate[1] == "2" and gate[2] == f"{runs[('gate', 2)]['bleu']:.2f}"
     assert gate[4] == "— (fewer than two seeds a side)"
-    assert gate[10] == f"{runs[('gate', 2)]['sel']:.3f}"
+    assert gate[11] == f"{runs[('gate', 2)]['sel']:.3f}"
 
     # power is planned at the level the finished table will need: Holm over the three planned
     # comparisons (gumbel, topk, gate), though gate has no comparison yet

@@ -7,6 +7,7 @@ import pytest
 from ssan_plugin.experiments.tables.verdicts import (
     Comparison,
     apply_holm,
+    corrected_header,
     holm_first_level,
     power_of_seeds,
     power_table,
@@ -132,8 +133,15 @@ def test_holm_is_applied_within_each_table_and_the_verdict_follows_it():
     assert [r.verdict for r in rows] == ["**better**", "**better**", "**worse**"]
     table = verdict_table(rows[:2])
     assert "p (Holm, 2 tests)" in table
-    assert "| x | a | 3 | 30.00 ± 0.00 | 31.00 ± 0.00 | +1.00 [+0.60, +1.40] | 0.01 | 0.02 | " \
-           "+1.00 +1.00 +1.00 | 3/3 | **better** |" in table
+    assert f"| {corrected_header(2)} |" in table.splitlines()[0]
+    # corrected over the two tests: t(2) at 1 - 0.0125 is 6.205 (printed tables), times se 0.1
+    assert "| x | a | 3 | 30.00 ± 0.00 | 31.00 ± 0.00 | +1.00 [+0.60, +1.40] | [+0.38, +1.62] | " \
+           "0.01 | 0.02 | +1.00 +1.00 +1.00 | 3/3 | **better** |" in table
+    # the 95 % interval from the same t: 4.303 (printed tables) times se
+    assert rows[0].result.interval(0.95) == pytest.approx((1 - 0.4303, 1 + 0.4303), abs=1e-4)
+    identical = result(0.0, 1.0, [0.0] * 3)
+    identical.se = 0.0
+    assert identical.interval(0.99) == (0.0, 0.0)
 
 
 def test_spread_against_goal_reads_the_whole_interval():

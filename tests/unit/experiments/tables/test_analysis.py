@@ -43,10 +43,10 @@ def write_archive(root):
     systems = [{"name": "san", "checkpoint": "runs/experiments/pn/en-de/base@5/checkpoint_best.pt"},
                {"name": "ssan", "checkpoint": "runs/experiments/pn/en-de/ssan@5/checkpoint_best.pt"}]
     (archive / "systems.json").write_text(json.dumps({"systems": systems}))
-    for name, accs in (("san", [0.5, 0.6]), ("ssan", [0.55, 0.7])):
+    for name, accs, f1s in (("san", [0.5, 0.6], [20.0, 21.5]), ("ssan", [0.55, 0.7], [18.0, 23.25])):
         for s in SETS:
             (archive / f"probe_{s}.{name}.json").write_text(json.dumps(probe(accs)))
-        (archive / f"trees.{name}.json").write_text(json.dumps(trees([20.0, 21.5])))
+        (archive / f"trees.{name}.json").write_text(json.dumps(trees(f1s)))
     (archive / "selection_stats.ssan.json").write_text(json.dumps(stats()))
     translation = root / "examples" / "translation" / "experiments"
     for run, bleu, chrf, curve in (
@@ -74,6 +74,10 @@ def test_blocks_are_the_report_and_the_models(tmp_path):
     expected = report_markdown(AnalysisResults.read(archive, ["san", "ssan"]), level=3)
     assert blocks["analysis-report"] == expected.rstrip("\n")
     assert blocks["analysis-report"].startswith("### Probing")
+    # the systems in systems.json's order, each with its own files: written out by hand
+    report = blocks["analysis-report"].splitlines()
+    assert "| 0 | 20.00 (21.00 / 19.00) | 18.00 (19.00 / 17.00) |" in report
+    assert "| 1 | 21.50 (22.50 / 20.50) | 23.25 (24.25 / 22.25) |" in report
 
 
 def test_nothing_archived_gives_no_block(tmp_path):

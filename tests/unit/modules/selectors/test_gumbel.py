@@ -14,6 +14,9 @@ from ssan_plugin.modules.selectors.gumbel import GumbelSelector
 @pytest.mark.parametrize("options", [{}, {"ssan_policy_dim": 8, "ssan_tau": 0.3,
                                           "ssan_straight_through_cap": 10.0, "ssan_kernel": "torch"}])
 def test_is_ssan_own_layer(options):
+    """The registry's gumbel and ssan_transformer's layer are built by one function: this holds
+    the wiring (the options given reach the selector, the same parameters, initialisation and
+    outputs); the maths is held by the formula tests below."""
     ours = build("gumbel", **options)
     theirs = ssan_model_attention(**options)
     assert type(ours) is type(theirs) is SelectorMultiheadAttention
@@ -22,6 +25,9 @@ def test_is_ssan_own_layer(options):
     assert ours.selection == "hard"
     assert (ours.tau, ours.policy_dim, ours.straight_through_cap, ours.kernel) == (
         theirs.tau, theirs.policy_dim, theirs.straight_through_cap, theirs.kernel)
+    given = (options.get("ssan_tau", 0.5), options.get("ssan_policy_dim", 0) or ours.policy_dim,
+             options.get("ssan_straight_through_cap", 0.0), options.get("ssan_kernel", ours.kernel))
+    assert (ours.tau, ours.policy_dim, ours.straight_through_cap, ours.kernel) == given
     ours, theirs = build("gumbel", **options), ssan_model_attention(**options)
     mine, yours = ours.state_dict(), theirs.state_dict()
     assert list(mine) == list(yours)  # same parameters under the same names

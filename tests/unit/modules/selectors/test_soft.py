@@ -17,6 +17,8 @@ def soft_attention_by_hand(logits, select, pad):
 
 
 def test_is_ssan_soft_layer():
+    """Wiring: the registry's soft is ssan_transformer's soft layer (one builder); the maths is
+    held by the formula and record tests below."""
     ours, theirs = build("soft"), ssan_model_attention(selection="soft")
     assert type(ours) is type(theirs) is SelectorMultiheadAttention
     assert type(ours.selector) is type(theirs.selector) is SoftSelector and ours.selector.selection == "soft"

@@ -319,8 +319,8 @@ def everywhere_blocks(root: Path):
     from ssan_plugin.experiments.tables.everywhere import (alignment_rows, alignment_table,
                                                            alignment_verdict_table,
                                                            cross_alone_systems, gold_words_table,
-                                                           reference_rows, steps_goal_table,
-                                                           site_cost_goal_table, site_rates_table)
+                                                           reference_rows, site_cost_goal_table,
+                                                           site_rates_table, steps_goal_table)
     from ssan_plugin.experiments.tables.selectors import (check_carried_forward, cost_table,
                                                           development_table, selector_power_table,
                                                           selector_rows, verdict_table)

@@ -426,7 +426,7 @@ def steps_goal_table(steps: Path) -> str:
     training steps' ratio to the baseline's, with the 95 % interval and the interval corrected
     over the table's rows (1 - 0.05 / m), and where the corrected one lies against SPEED_GOAL."""
     paired = archive_json(steps)
-    systems = [name for name in archived_value(steps, "ratios", number=False, data=paired)]
+    systems = list(archived_value(steps, "ratios", number=False, data=paired))
     level = 1 - 0.05 / len(systems)
     out = [f"| system | training steps (paired, 95% interval; corrected over the table's "
            f"{len(systems)} systems, {1 - level:.3g} in the tails) | training speed ≥ "

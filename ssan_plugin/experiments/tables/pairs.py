@@ -171,8 +171,8 @@ def pair_comparisons(runs: PairsArchive, specs: Sequence[Tuple[str, tuple, tuple
 
 def pair_verdict_table(rows: Sequence[Comparison]) -> str:
     """Markdown: per comparison the seeds, both means ± sd over seeds, Δ with its seed-level
-    95 % interval and its interval corrected over the table's tests, p and Holm-corrected p, per-seed deltas, how many share the sign, the
-    verdict; last, labelled, the pooled bootstrap over test pairs with the seeds held fixed
+    95 % interval and its interval corrected over the table's tests, p and Holm-corrected p,
+    per-seed deltas, how many share the sign, the verdict; last, labelled, the pooled bootstrap over test pairs with the seeds held fixed
     (it describes these seeds, not the encoders)."""
     out = [f"| comparison | metric | baseline | system | seeds | baseline mean ± sd | "
            f"system mean ± sd | Δ [95% interval, seeds and pairs] | "

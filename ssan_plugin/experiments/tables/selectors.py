@@ -169,8 +169,8 @@ def selector_rows(plan, study: str, pair: str, table: str = "selectors",
 def verdict_table(rows: Sequence[SelectorRow]) -> str:
     """Markdown, one row per system: its seeds, BLEU mean ± sd over seeds, chrF mean, Δ BLEU
     against the baseline with the seed-level 95 % interval (on the seeds both have, when the
-    system's are among the baseline's) and its interval corrected over the table's tests, p, Holm-corrected p over the table, per-seed Δ, how
-    many share Δ's sign, the verdict (:attr:`SelectorRow.verdict`: interim until the plan's
+    system's are among the baseline's) and its interval corrected over the table's tests, p,
+    Holm-corrected p over the table, per-seed Δ, how many share Δ's sign, the verdict (:attr:`SelectorRow.verdict`: interim until the plan's
     seeds are in), and the evaluation selection rate (mean ± sd over seeds)."""
     tests = sum(r.comparison is not None for r in rows)
     out = [f"| system | seeds | BLEU mean ± sd | chrF mean | Δ BLEU vs baseline [95% interval, "

@@ -8,12 +8,15 @@ line and byte offset."""
 
 import gzip
 import io
+import logging
 from typing import Iterator, List, Tuple
 
 from ..cli.files import read_text
 from .corpus import CoNLLFormatError
 
 Block = Tuple[List[List[str]], List[int]]  # one sentence: rows of columns, their 1-based lines
+
+logger = logging.getLogger("ssan_plugin.srl.io")
 
 
 def open_text(path: str, mode: str = "r"):
@@ -29,8 +32,9 @@ def sentence_blocks(path: str, *, comments: bool = False, min_columns: int = 1, 
     """The sentences of ``path`` as (rows, line numbers): a sentence ends at a blank line (with
     ``comments``, a line starting with ``#`` reads as blank); blank lines in a row are one break,
     unless ``end_at_empty``, where an empty sentence (a second blank line in a row, or a blank
-    first line) ends the file, as srl-eval.pl reads props files. Every row of a sentence has the
-    same number of columns, at least ``min_columns`` (``layout`` names the format in that
+    first line) ends the file, as srl-eval.pl reads props files (a warning then says how many
+    non-blank lines were left unread, if any). Every row of a sentence has the same number of
+    columns, at least ``min_columns`` (``layout`` names the format in that
     message); anything else is a CoNLLFormatError naming the line."""
     rows: List[List[str]] = []
     lines: List[int] = []
@@ -42,6 +46,11 @@ def sentence_blocks(path: str, *, comments: bool = False, min_columns: int = 1, 
                     yield rows, lines
                     rows, lines = [], []
                 elif end_at_empty:
+                    unread = sum(1 for rest in f if rest.strip())
+                    if unread:
+                        logger.warning("%s:%d: an empty sentence ends the file, as srl-eval.pl "
+                                       "reads it: %d later non-blank lines are not read",
+                                       path, lineno, unread)
                     return
                 continue
             if len(fields) < min_columns:

@@ -42,7 +42,8 @@ def read_props(path: str) -> List[PropsSentence]:
     """Sentences of a props file, read as srl-eval.pl reads them.
 
     A sentence ends at a blank line; an empty sentence (a second blank line in a row, or a
-    blank first line) ends the file for srl-eval.pl, and here too. Rows of one sentence must
+    blank first line) ends the file for srl-eval.pl, and here too, with a warning that says how
+    many non-blank lines were left unread (srl-eval.pl says nothing). Rows of one sentence must
     have the same number of columns (srl-eval.pl would silently misalign them: an error here).
     """
     return [_columns(rows) for rows, _ in sentence_blocks(path, end_at_empty=True)]

@@ -243,6 +243,11 @@ def match_propositions(gold: Sequence[PropsSentence], pred: Sequence[PropsSenten
                 pprop = _Prop(gprop.verb, i, [])
             ok, op, ms = discriminate(gprop.args, pprop.args)
             yield PropositionMatch(ns, len(gsent[0]), i, gprop.verb, ok, op, ms)
+        # after the last gold predicate (or in a sentence without one) srl-eval.pl looks no
+        # further: such a prediction changes no count, but it is said, never dropped silently
+        for i in sorted(i for i in P if i > (max(G) if G else -1)):
+            warnings.append(f"sentence {ns}: predicted prop {P[i].verb} at {i} without gold; "
+                            "skipped")
 
 
 def evaluate(gold: Sequence[PropsSentence], pred: Sequence[PropsSentence],

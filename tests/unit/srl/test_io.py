@@ -40,7 +40,7 @@ def test_bad_files_name_themselves(tmp_path):
 
 
 
-def test_sentence_blocks_rows_and_lines(tmp_path):
+def test_sentence_blocks_rows_and_lines(tmp_path, caplog):
     path = tmp_path / "a.conll"
     path.write_text("\n\na 1\nb 2\n\n\n# c 3\nd 4\n#x\ne 5\n")
     # blank lines in a row are one break; '#' lines are words unless comments=True
@@ -49,12 +49,24 @@ def test_sentence_blocks_rows_and_lines(tmp_path):
         list(sentence_blocks(str(path)))
     assert list(sentence_blocks(str(path), comments=True)) == [
         ([["a", "1"], ["b", "2"]], [3, 4]), ([["d", "4"]], [8]), ([["e", "5"]], [10])]
-    # srl-eval.pl's reading: an empty sentence ends the file (here the blank first line)
-    assert list(sentence_blocks(str(path), end_at_empty=True)) == []
+    # srl-eval.pl's reading: an empty sentence ends the file (here the blank first line); what
+    # is left unread is said
+    with caplog.at_level("WARNING", logger="ssan_plugin.srl.io"):
+        assert list(sentence_blocks(str(path), end_at_empty=True)) == []
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{path}:1: an empty sentence ends the file, as srl-eval.pl reads it: 6 later non-blank "
+        "lines are not read"]
+    caplog.clear()
     path.write_text("a 1\n\nb 2\n\n\nc 3\n")
     assert list(sentence_blocks(str(path), end_at_empty=True)) == [([["a", "1"]], [1]),
                                                                     ([["b", "2"]], [3])]
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{path}:5: an empty sentence ends the file, as srl-eval.pl reads it: 1 later non-blank "
+        "lines are not read"]
+    caplog.clear()
     assert [lines for _, lines in sentence_blocks(str(path))] == [[1], [3], [6]]
+    path.write_text("a 1\n\nb 2\n\n\n")  # nothing after the empty sentence: nothing said
+    assert len(list(sentence_blocks(str(path), end_at_empty=True))) == 2 and not caplog.records
 
 
 def test_sentence_blocks_min_columns(tmp_path):

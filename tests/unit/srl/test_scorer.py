@@ -128,6 +128,13 @@ def test_missing_and_mismatched_propositions(tmp_path):
     assert r.propositions == 2 and counts(r) == (0, 0, 3) and r.perfect == 0
     assert any("missing predicted prop" in w for w in r.warnings)
     assert any("expected walk" in w for w in r.warnings)
+    # the extra prop after the last gold predicate is said, not dropped silently; so is a
+    # predicted prop in a sentence without any gold one (neither changes a count)
+    assert "sentence 1: predicted prop talk at 1 without gold; skipped" in r.warnings
+    no_gold = [(["-", "-"], [])]
+    alone = evaluate(no_gold, [(["-", "go"], [["*", "(V*)"]])])
+    assert alone.propositions == 0
+    assert alone.warnings == ["sentence 0: predicted prop go at 1 without gold; skipped"]
     # files round trip through the props writer/reader give the same numbers
     (tmp_path / "g").write_text("".join(format_props(t, c) for t, c in gold))
     (tmp_path / "p").write_text("".join(format_props(t, c) for t, c in pred))

@@ -16,6 +16,17 @@ def test_equal_spreads_of_six_seeds_give_the_tabled_f_interval():
     assert high == pytest.approx(10 * 7.146 ** 0.5, rel=1e-3)
 
 
+def test_unequal_groups_take_each_groups_degrees_of_freedom():
+    """Five system seeds, four baseline seeds: (s1^2 / sigma1^2) / (s2^2 / sigma2^2) is F(4, 3),
+    so the interval is r / sqrt(F_0.975(4, 3)) .. r * sqrt(F_0.975(3, 4)), 15.10 and 9.979 in
+    printed F tables; the degrees of freedom swapped would give other ends."""
+    system, baseline = [1.0, 3.0, 2.0, 6.0, 4.0], [2.0, 2.5, 4.0, 3.0]
+    r, low, high = sd_ratio_interval(system, baseline)
+    assert r == pytest.approx(np.std(system, ddof=1) / np.std(baseline, ddof=1))
+    assert low == pytest.approx(r / 15.10 ** 0.5, rel=1e-3)
+    assert high == pytest.approx(r * 9.979 ** 0.5, rel=1e-3)
+
+
 def test_ratio_is_of_sample_standard_deviations():
     system, baseline = [31.93, 33.04, 33.70, 32.33, 33.06], [32.01, 32.12, 32.53, 32.70]
     r, low, high = sd_ratio_interval(system, baseline)

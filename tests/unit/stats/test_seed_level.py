@@ -46,12 +46,19 @@ def test_standard_error_matches_the_closed_form():
     shared = (cov.sum() - np.trace(cov)) / (5 * 4)
     assert result.paired and result.per_seed == pytest.approx(list(per_seed))
     assert result.delta == pytest.approx(per_seed.mean())
-    assert result.se_seed == pytest.approx(np.sqrt(np.var(per_seed, ddof=1) / 5), rel=0.12)
+    assert result.se_seed == pytest.approx(np.sqrt(np.var(per_seed, ddof=1) / 5), rel=1e-12)
     assert result.se_sentence == pytest.approx(np.sqrt(shared / 400), rel=0.08)
     assert result.se == pytest.approx(np.hypot(result.se_seed, result.se_sentence))
     assert result.same_sign == int(np.sum(np.sign(per_seed) == np.sign(per_seed.mean())))
-    low, high = result.ci
-    assert low < result.delta < high and high - result.delta == pytest.approx(result.delta - low)
+    # the seeds' degrees of freedom (n - 1, paired; the sentence part adds none) and the 95 %
+    # interval Δ ± t(0.975, 4) se, t(0.975, 4) = 2.776 (printed tables)
+    assert result.df == 4
+    assert result.ci == pytest.approx((result.delta - 2.776 * result.se, result.delta + 2.776 * result.se),
+                                      abs=1e-3 * result.se)
+    assert result.interval(0.95) == pytest.approx(result.ci)
+    # at 1 - 0.05 / 5 (five tests): t(0.995, 4) = 4.604 (printed tables)
+    assert result.interval(0.99) == pytest.approx(
+        (result.delta - 4.604 * result.se, result.delta + 4.604 * result.se), abs=1e-3 * result.se)
 
 
 def test_identical_outputs_keep_p_one():
@@ -82,9 +89,35 @@ def test_unpaired_groups_and_a_subset_of_seeds():
     expected = np.mean([mean_score(s.sum(0)) for s in sys_[:3]]) - \
         np.mean([mean_score(b.sum(0)) for b in base[:4]])
     assert unpaired.delta == pytest.approx(expected)
-    # Satterthwaite: at least the smaller group's n - 1 (the sentence part only adds)
-    assert unpaired.df >= 2
+    # Welch by hand: the seed part s_sys^2 / 3 + s_base^2 / 4 and Welch-Satterthwaite's df over
+    # it (the sentence part adds no degrees of freedom)
+    sys_scores = np.array([mean_score(s.sum(0)) for s in sys_[:3]])
+    base_scores = np.array([mean_score(b.sum(0)) for b in base[:4]])
+    v_sys, v_base = np.var(sys_scores, ddof=1) / 3, np.var(base_scores, ddof=1) / 4
+    assert unpaired.se_seed == pytest.approx(np.sqrt(v_sys + v_base), rel=1e-12)
+    assert unpaired.df == pytest.approx((v_sys + v_base) ** 2 / (v_sys ** 2 / 2 + v_base ** 2 / 3))
     assert unpaired.se == pytest.approx(np.hypot(unpaired.se_seed, unpaired.se_sentence))
+    # the sentence part in closed form: what the two groups' means share across sentences,
+    # C_sys,sys + C_base,base - 2 C_sys,base (C: the mean covariance over sentences of two
+    # different seeds' per-sentence scores, over N); large samples for a closed-form check
+    big_base, big_sys = hierarchical_null(np.random.default_rng(3), 6, n_sentences=400,
+                                          **SCENARIOS["sentences dominate"])
+    wide = seed_level_test(big_base[:4], big_sys[:3], mean_score, seeds(4), ["7", "8", "9"], 4000,
+                           seed=2)
+    x_sys = 100 * np.array([s[:, 0] for s in big_sys[:3]])
+    x_base = 100 * np.array([b[:, 0] for b in big_base[:4]])
+
+    def shared(a, b=None):
+        if b is None:
+            cov = np.cov(a, bias=True)
+            return (cov.sum() - np.trace(cov)) / (len(a) * (len(a) - 1))
+        return np.mean([np.cov(u, v, bias=True)[0, 1] for u in a for v in b])
+
+    n = x_sys.shape[1]
+    closed = (shared(x_sys) + shared(x_base) - 2 * shared(x_sys, x_base)) / n
+    # within three Monte Carlo errors of the bootstrap's own estimate, an error small here
+    assert wide.var_sentence_mc < 0.05 * closed
+    assert abs(wide.se_sentence ** 2 - closed) < 3 * wide.var_sentence_mc
     # the system's seeds are among the baseline's: paired on those, against those
     subset = seed_level_test(base, sys_[:3], mean_score, seeds(6), seeds(3), 500)
     assert subset.paired and subset.baseline_seeds == seeds(3)

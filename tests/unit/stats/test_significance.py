@@ -54,7 +54,7 @@ def test_randomization_matches_exact_permutation_test():
 def test_bootstrap_matches_a_plain_loop():
     rng = np.random.default_rng(0)
     base = stats_of(rng.random(60))
-    sys_ = stats_of(rng.random(60) + 0.08)
+    sys_ = stats_of(rng.random(60) + 0.01)  # a p of a few tenths: a wrong p would show
     d = mean_score(sys_.sum(0)) - mean_score(base.sum(0))
     loop = np.random.default_rng(7)
     deltas, system_scores = [], []
@@ -67,8 +67,17 @@ def test_bootstrap_matches_a_plain_loop():
     p_loop = (np.sum(np.abs(deltas - d) >= abs(d)) + 1) / (len(deltas) + 1)
     result = paired_bootstrap(base, sys_, mean_score, n_samples=20000, seed=3)
     assert result.delta == pytest.approx(d)
-    assert result.p_value == pytest.approx(p_loop, abs=0.01)
+    assert 0.1 < p_loop < 0.9 and result.p_value == pytest.approx(p_loop, rel=0.05)
     assert result.ci == pytest.approx((high - low) / 2, rel=0.05)  # the system's own interval
+
+
+def test_p_values_count_the_observed_statistic_add_one():
+    """p = (exceedances + 1) / (samples + 1): a system better by 1 on every sentence is exceeded
+    by no bootstrap resample (every resampled delta is 1) and, but for the one swap of all 20
+    sentences (2^-20), by no random swap; its p is 1 / (n + 1), neither 0 nor 1 / n."""
+    base, sys_ = stats_of(np.zeros(20)), stats_of(np.ones(20))
+    assert paired_bootstrap(base, sys_, mean_score, n_samples=99, seed=1).p_value == 1 / 100
+    assert paired_randomization(base, sys_, mean_score, n_trials=99, seed=1).p_value == 1 / 100
 
 
 def test_pooled_seeds_average_the_seeds():
@@ -78,6 +87,13 @@ def test_pooled_seeds_average_the_seeds():
     expected = (mean_score(s1.sum(0)) + mean_score(s2.sum(0))) / 2 - \
         (mean_score(b1.sum(0)) + mean_score(b2.sum(0))) / 2
     assert pooled.delta == pytest.approx(expected)
+    # one sentence multiset for every seed of both groups: with system seeds base + e and
+    # base - e + 0.1, the seed-mean delta is 0.05 on every resample, so none strays by it;
+    # a multiset drawn per seed would let the e's stray
+    e = stats_of(rng.normal(0, 0.3, 40))
+    shifted = [stats_of(b1[:, 0] + e[:, 0]), stats_of(b1[:, 0] - e[:, 0] + 0.1)]
+    locked = paired_bootstrap([b1, b1.copy()], shifted, mean_score, 300, seed=4)
+    assert locked.delta == pytest.approx(0.05) and locked.p_value == 1 / 301
     same = paired_bootstrap([b1, b2], [b1.copy(), b2.copy()], mean_score, 500)
     assert same.p_value == 1.0 and same.identical
     # groups of different sizes are allowed; different sentence sets are not
@@ -129,6 +145,14 @@ def test_null_rejection_rate():
     assert null_rejection_rate(x, x.copy(), mean_score, "bootstrap", 20, 100) == 0.0
     rate = null_rejection_rate(x, y, mean_score, "randomization", 100, 300)
     assert 0.0 <= rate <= 0.12
+    # the same swaps and tests written out: the share with p < 0.05
+    swaps = np.random.default_rng(12345)
+    by_hand = 0
+    for k in range(30):
+        swap = (swaps.random(120) < 0.5)[:, None]
+        a, b = np.where(swap, y, x), np.where(swap, x, y)
+        by_hand += paired_bootstrap(a, b, mean_score, 200, 12345 + 1 + k).p_value < 0.05
+    assert null_rejection_rate(x, y, mean_score, "bootstrap", 30, 200, seed=12345) == by_hand / 30
     with pytest.raises(ValueError, match="must be 'bootstrap' or 'randomization'"):
         null_rejection_rate(x, y, mean_score, "t-test")
 

@@ -128,3 +128,31 @@ def test_missing_mecab_is_an_install_hint_not_a_fallback(monkeypatch):
     monkeypatch.setattr(ja_mecab, "MeCab", None)
     with pytest.raises(PipelineError, match="pip install 'mecab-python3>=1.0.9,<2' 'ipadic"):
         require_sacrebleu_tokenizer("ja-mecab")
+
+
+def test_the_sentence_level_tests_are_the_librarys_on_sacrebleus_statistics(tmp_path):
+    """--paired-bs / --paired-ar with --paired-n: each system's p is that test's on the two
+    systems' sacrebleu statistics (randomisation for -ar, not the bootstrap), the report names
+    the test and its samples, and bleu_ci is the bootstrap's half-width (its default 1000
+    resamples under -ar)."""
+    from ssan_plugin.stats.significance import (DEFAULT_SEED, paired_bootstrap,
+                                                 paired_randomization, sacrebleu_score_fn,
+                                                 sacrebleu_stats)
+
+    ref = write(tmp_path / "test.de", REF_DE)
+    a, b = write(tmp_path / "a.de", HYP_A), write(tmp_path / "b.de", HYP_B)
+    bleu = BLEU(tokenize="13a")
+    score = sacrebleu_score_fn(bleu)
+    sa, sb = (sacrebleu_stats(bleu, hyps, REF_DE) for hyps in (HYP_A, HYP_B))
+    out = tmp_path / "r.json"
+    for flag, n, name, test, ci_samples in (
+            ("--paired-bs", 300, "paired bootstrap", paired_bootstrap, 300),
+            ("--paired-ar", 400, "paired approximate randomisation", paired_randomization, 1000)):
+        assert EVALUATE.main(["--ref", str(ref), "--hyp", f"A={a}", "--hyp", f"B={b}", flag,
+                              "--paired-n", str(n), "--json", str(out), "--overwrite"]) == 0
+        report = read_json(out)
+        assert report["significance"]["test"] == name and report["significance"]["samples"] == n
+        expected = test(sa, sb, score, n, DEFAULT_SEED)
+        system = report["systems"][1]
+        assert system["p_value"] == expected.p_value and system["delta"] == pytest.approx(expected.delta)
+        assert system["bleu_ci"] == paired_bootstrap(sa, sb, score, ci_samples, DEFAULT_SEED).ci

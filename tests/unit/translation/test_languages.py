@@ -62,6 +62,10 @@ def test_pretokenised_english_detected_raw_english_not():
            "I'm in the tennis club."] * 4
     assert looks_segmented(tokenised, "en")
     assert not looks_segmented(raw, "en")
+    # without sentence punctuation the rule is Moses tokenisation leaving the lines as they are:
+    # "$ 5" and "( small )" are tokenised, "$5" and "(small)" are not
+    assert looks_segmented(["it costs $ 5", "a ( small ) house", "green house"] * 3, "en")
+    assert not looks_segmented(["it costs $5", "a (small) house", "green house"] * 3, "en")
     en = LanguageConfig.create("en", segmented=True)
     assert not en.moses_tokenized
     assert en.pretokenise(tokenised[0]) == tokenised[0]  # no punctuation normalisation either

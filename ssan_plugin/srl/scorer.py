@@ -4,8 +4,8 @@ Conventions of srl-eval.pl reproduced here:
 
 - Propositions are matched by predicate position; a gold proposition whose predicted
   counterpart is missing, or names another target (lemma), counts all its arguments missed.
-  Predicted propositions without gold are skipped. Sentences without gold propositions count
-  towards the number of sentences only.
+  Predicted propositions without gold are skipped (here with a warning). Sentences without
+  gold propositions count towards the number of sentences only.
 - Arguments of a column are its bracketed phrases, embedded ones included, visited by start
   (ascending) then end (descending). A ``C-X`` phrase is joined to the last ``X`` argument seen
   so far into one discontinuous argument of type X (spanning from the first piece's start to

@@ -142,3 +142,26 @@ def test_missing_and_mismatched_propositions(tmp_path):
     assert evaluate_files(str(tmp_path / "g"), str(tmp_path / "p")).to_json() == r.to_json()
     with pytest.raises(ValueError, match="do not align"):
         evaluate(gold, [(["-", "-"], []), pred[1]])
+
+
+def test_a_continuation_joins_the_last_argument_of_its_type():
+    """Two A1 in one column and a C-A1 after them: the C-A1 joins the second (the last seen),
+    making A1 (1..3) with pieces 1 and 3; the first A1 stays a word of its own. A prediction
+    that joins the C-A1 to an A1 at 0 is one excess A1 (0..3) and both gold A1 missed."""
+    gold = [(["-", "-", "go", "-", "-"], [["(A1*)", "(A1*)", "(V*)", "(C-A1*)", "*"]])]
+    r = evaluate(gold, gold)
+    assert counts(r) == (2, 0, 0) and counts(r, "A1") == (2, 0, 0) and r.perfect == 1
+    pred = [(["-", "-", "go", "-", "-"], [["(A1*)", "*", "(V*)", "(C-A1*)", "*"]])]
+    r = evaluate(gold, pred)
+    assert counts(r) == (0, 1, 2) and counts(r, "A1") == (0, 1, 2)
+
+
+def test_of_two_gold_phrases_with_one_span_the_later_one_counts():
+    """An A1 with an R-A1 on the same single word: both span (0, 0), and only the later one
+    visited (the embedded R-A1) is a gold argument, as srl-eval.pl indexes them by span."""
+    gold = [(["-", "-", "go"], [["(A1(R-A1*))", "*", "(V*)"]])]
+    same = [(["-", "-", "go"], [["(R-A1*)", "*", "(V*)"]])]
+    outer = [(["-", "-", "go"], [["(A1*)", "*", "(V*)"]])]
+    assert counts(evaluate(gold, same)) == (1, 0, 0)
+    assert counts(evaluate(gold, outer)) == (0, 1, 1)
+    assert counts(evaluate(gold, outer), "R-A1") == (0, 0, 1)

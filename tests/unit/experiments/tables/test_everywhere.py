@@ -177,14 +177,19 @@ def alignment_archive(path, counts, held_counts):
                                 "held_apart": entry(held_counts)}))
 
 
-def test_alignment_verdicts_test_each_system_against_the_baselines_weights_by_seed(tmp_path):
+def aligned_plan(tmp_path):
+    """A plan of base and ssan on pair a, seeds 1-3, aligned, archived under tmp_path: (plan,
+    the pair's archive folder)."""
     path = plan_file(tmp_path, studies=[{"name": "s", "pairs": ["a"], "systems": ["base", "ssan"]}])
     spec = json.loads(path.read_text())
     spec.update(archive=str(tmp_path / "archive"), seeds=[1, 2, 3],
                 alignment={"bitext": "x.a-b", "gold": "x.gold", "pairs": ["a"]})
     path.write_text(json.dumps(spec))
-    plan = Plan.load(path)
-    root = tmp_path / "archive" / "s" / "a"
+    return Plan.load(path), tmp_path / "archive" / "s" / "a"
+
+
+def test_alignment_verdicts_test_each_system_against_the_baselines_weights_by_seed(tmp_path):
+    plan, root = aligned_plan(tmp_path)
     made = {}
     # the weights' AER differs by seed (the same for both systems at a seed, so a system paired
     # with another seed of the baseline would show per-seed deltas); each system's held-apart
@@ -399,13 +404,7 @@ def test_the_diagonal_is_tested_against_the_baselines_weights_paired_with_every_
     the directions; an archive whose counts disagree with its AER, or of several runs, refused."""
     from ssan_plugin.experiments.tables.everywhere import reference_rows
 
-    path = plan_file(tmp_path, studies=[{"name": "s", "pairs": ["a"], "systems": ["base", "ssan"]}])
-    spec = json.loads(path.read_text())
-    spec.update(archive=str(tmp_path / "archive"), seeds=[1, 2, 3],
-                alignment={"bitext": "x.a-b", "gold": "x.gold", "pairs": ["a"]})
-    path.write_text(json.dumps(spec))
-    plan = Plan.load(path)
-    root = tmp_path / "archive" / "s" / "a"
+    plan, root = aligned_plan(tmp_path)
     base = {}
     for seed in (1, 2, 3):
         base[seed] = [[5, 5, 5, 1 + (k < seed), 1 + (k < seed)] for k in range(20)]

@@ -27,16 +27,30 @@ class Comparison:
     p_holm: Optional[float] = None
     extra: Dict[str, object] = field(default_factory=dict)
     higher_is_better: bool = True  # False for an error rate (AER): a negative Δ is better
+    tests: Optional[int] = None  # the size of the row's Holm family (set by apply_holm)
 
     @property
     def verdict(self) -> str:
         """``stats.seed_groups.verdict`` of the row's Holm-corrected test, 'better' / 'worse' in
-        bold; empty before :func:`apply_holm`."""
+        bold; empty before :func:`apply_holm`. Holm's step-down test can reject where the
+        row's interval corrected over the same tests (Bonferroni, the table's column) still
+        holds 0; a comparative word needs both, so such a row says so instead of 'better' or
+        'worse' (SPLIT_VERDICT)."""
         if self.p_holm is None:
             return ""
         word = seed_groups.verdict({"p_holm": self.p_holm, "delta": self.result.delta},
                                    higher_is_better=self.higher_is_better)
-        return word if word == "no difference shown" else f"**{word}**"
+        if word == "no difference shown":
+            return word
+        low, high = self.result.interval(1 - 0.05 / max(self.tests or 1, 1))
+        if low <= 0 <= high:
+            return SPLIT_VERDICT
+        return f"**{word}**"
+
+
+# A row whose Holm-corrected p is below 0.05 while its corrected interval holds 0: no
+# comparative word (the table's intervals do not exclude the null together).
+SPLIT_VERDICT = "Holm's p below 0.05, but the corrected interval holds 0"
 
 
 def apply_holm(rows: Sequence[Comparison]) -> None:
@@ -44,7 +58,7 @@ def apply_holm(rows: Sequence[Comparison]) -> None:
     for table in sorted({r.table for r in rows}):
         family = [r for r in rows if r.table == table]
         for row, adjusted in zip(family, holm([r.result.p_value for r in family])):
-            row.p_holm = adjusted
+            row.p_holm, row.tests = adjusted, len(family)
 
 
 def seed_comparison(baseline_runs: Mapping[int, Run], system_runs: Mapping[int, Run],

@@ -6,6 +6,7 @@ import pytest
 
 from ssan_plugin.experiments.tables.verdicts import (
     Comparison,
+    SPLIT_VERDICT,
     apply_holm,
     corrected_header,
     holm_first_level,
@@ -130,7 +131,10 @@ def test_holm_is_applied_within_each_table_and_the_verdict_follows_it():
             Comparison("t2", "y", "a", "b", [30.0] * 3, [29.0] * 3, result(-1.0, 0.04, [-1.0] * 3))]
     apply_holm(rows)
     assert [r.p_holm for r in rows] == pytest.approx([0.02, 0.04, 0.04])
-    assert [r.verdict for r in rows] == ["**better**", "**better**", "**worse**"]
+    # the second row: Holm's p 0.04, but its interval corrected over two, 0.5 ± 6.205 * 0.1,
+    # holds 0, so no comparative word; the third is alone in its table (interval at 0.95)
+    assert [r.verdict for r in rows] == ["**better**", SPLIT_VERDICT, "**worse**"]
+    assert rows[1].result.interval(1 - 0.05 / 2)[0] < 0 < rows[0].result.interval(1 - 0.05 / 2)[0]
     table = verdict_table(rows[:2])
     assert "p (Holm, 2 tests)" in table
     assert f"| {corrected_header(2)} |" in table.splitlines()[0]

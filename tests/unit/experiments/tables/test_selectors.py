@@ -11,6 +11,7 @@ from sacrebleu.metrics import BLEU
 
 from ssan_plugin.experiments.plan import Plan
 from ssan_plugin.experiments.tables.blocks import ResultsError
+from ssan_plugin.experiments.tables.verdicts import SPLIT_VERDICT
 from ssan_plugin.experiments.tables.selectors import (
     best_validation,
     carried_forward,
@@ -170,7 +171,12 @@ def test_the_verdict_table_from_borrowed_and_own_runs(archive, tmp_path):
     assert topk[7] == f"{holm['topk']:.3g}" and gumbel[7] == f"{holm['gumbel']:.3g}"
     # topk has every planned seed: its verdict; gumbel has 2 of the plan's 3: no verdict yet,
     # whatever its p (the plan is read at its seeds, not at each look)
+    # a comparative word needs Holm's p below 0.05 and the interval corrected over the two
+    # tests clear of 0
+    t_res = next(r for r in rows if r.system == "topk").comparison.result
+    t_half = student.ppf(1 - 0.05 / 4, t_res.df) * t_res.se
     expected = ("no difference shown" if holm["topk"] >= 0.05 else
+                SPLIT_VERDICT if abs(t_res.delta) <= t_half else
                 "**better**" if np.mean(deltas) > 0 else "**worse**")
     assert topk[10] == expected
     assert gumbel[10] == "interim: 2 of 3 seeds"
@@ -179,6 +185,7 @@ def test_the_verdict_table_from_borrowed_and_own_runs(archive, tmp_path):
     assert table_row(verdict_table(rows), "gumbel")[10] == "interim: 2 of 3 seeds"
     interim.interim = None  # as if its plan were seeds 1 and 2
     assert table_row(verdict_table(rows), "gumbel")[10] == (
+        SPLIT_VERDICT if abs(res.delta) <= half else  # its corrected interval holds 0
         "**better**" if interim.comparison.result.delta > 0 else "**worse**")
 
     gate = table_row(table, "gate")

@@ -42,7 +42,7 @@ class Comparison:
                                    higher_is_better=self.higher_is_better)
         if word == "no difference shown":
             return word
-        low, high = self.result.interval(1 - 0.05 / max(self.tests or 1, 1))
+        low, high = corrected_bounds(self.result, self.tests or 1)
         if low <= 0 <= high:
             return SPLIT_VERDICT
         return f"**{word}**"
@@ -108,10 +108,15 @@ def corrected_header(tests: int) -> str:
     return f"interval corrected over the {tests} tests (Bonferroni)"
 
 
-def corrected_interval(result, tests: int, digits: int = 2) -> str:
+def corrected_bounds(result, tests: int) -> Tuple[float, float]:
     """``result``'s interval of Δ at 1 - 0.05 / ``tests``: the table's intervals that hold
     together, what a comparative word about the table needs to exclude (SeedLevelResult.interval)."""
-    low, high = result.interval(1 - 0.05 / max(tests, 1))
+    return result.interval(1 - 0.05 / max(tests, 1))
+
+
+def corrected_interval(result, tests: int, digits: int = 2) -> str:
+    """:func:`corrected_bounds`, as the table prints it."""
+    low, high = corrected_bounds(result, tests)
     return f"[{low:+.{digits}f}, {high:+.{digits}f}]"
 
 
